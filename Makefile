@@ -1,0 +1,50 @@
+# Two commands a newcomer needs: `make lab` and `make test`. Both create or update .venv first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+JOBS ?= 2
+NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
+
+.PHONY: lab test unit nbval browser bench clean-venv venv
+
+venv: $(STAMP)
+
+# Re-install whenever the pins or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+# JupyterLab on notebooks/, bound to loopback, protected by Jupyter's token (it prints the URL).
+lab: $(STAMP)
+	@echo "Starting JupyterLab on 127.0.0.1; open the http://127.0.0.1:...?token=... URL printed below."
+	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=notebooks
+
+test: unit nbval browser
+
+# Unit tests: headless matplotlib, Triton in interpreter mode (no GPU here).
+unit: $(STAMP)
+	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser -q
+
+# Every notebook, strictly, against its committed outputs. MPLBACKEND is not exported to kernels.
+nbval: $(STAMP)
+ifeq ($(strip $(NOTEBOOKS)),)
+	@echo "nbval: no notebooks in notebooks/ yet, nothing to compare"
+else
+	TRITON_INTERPRET=1 $(PY) -m pytest --nbval --nbval-current-env \
+	  --nbval-sanitize-with nbval_sanitize.cfg -n $(JOBS) --dist loadfile -q $(NOTEBOOKS)
+endif
+
+browser: $(STAMP)
+	@if [ -d tests/browser ]; then $(PY) -m pytest tests/browser -q; \
+	 else echo "browser: no browser tests yet"; fi
+
+bench: $(STAMP)
+	$(PY) benchmarks/attention_cpu.py
+
+clean-venv:
+	rm -rf $(VENV)
