@@ -1,0 +1,260 @@
+"""Naive and tiled (FlashAttention-style) attention in numpy, with one masking rule for all.
+
+Shapes (the contract in API.md):
+    q (hq, nq, d) or (nq, d); k (hkv, nk, d) or (nk, d); v (hkv, nk, dv) or (nk, dv).
+    hq % hkv == 0 and query head h reads KV head h // (hq // hkv)   (GQA; MQA is hkv = 1).
+    nq <= nk: query i sits at position p = nk - nq + i              (decode is nq = 1).
+
+Key j is visible to the query at position p iff
+    (not causal or j <= p) and (window is None or p - j < window or j < sink_tokens)
+W = window counts the query itself (W = 1 sees only itself); sink_tokens are StreamingLLM's
+always-kept first tokens. sink_logits (hq,) is one learned logit per query head that joins the
+softmax denominator with no value vector (gpt-oss).
+
+tiled_attention follows FlashAttention-2, Algorithm 1: per query block it keeps the running max
+m, denominator l and numerator acc of every row, streams the key blocks the mask does not hide
+completely, and writes the output block once. It never materialises more than one
+block_q x block_k score tile per query head.
+"""
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
+           "AttentionInputs", "DEFAULT_BLOCK_Q", "DEFAULT_BLOCK_K"]
+
+# The fastest sizes benchmarks/attention_cpu.py found on a 2-core machine (see RESULTS.md).
+DEFAULT_BLOCK_Q = 256
+DEFAULT_BLOCK_K = 512
+
+
+def _check_mask_args(causal, window, sink_tokens):
+    if window is not None and (isinstance(window, bool) or int(window) != window or window < 1):
+        raise ValueError(f"window must be None or an integer >= 1, got {window!r}")
+    if isinstance(sink_tokens, bool) or int(sink_tokens) != sink_tokens or sink_tokens < 0:
+        raise ValueError(f"sink_tokens must be an integer >= 0, got {sink_tokens!r}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be True or False, got {causal!r}")
+
+
+def _visible(p, j, causal, window, sink_tokens):
+    """The visibility rule on broadcastable position arrays p (queries) and j (keys)."""
+    ok = np.ones(np.broadcast_shapes(np.shape(p), np.shape(j)), dtype=bool)
+    if causal:
+        ok &= j <= p
+    if window is not None:
+        ok &= (p - j < window) | (j < sink_tokens)
+    return ok
+
+
+def attention_mask(nq, nk, *, causal=False, window=None, sink_tokens=0):
+    """Boolean (nq, nk): True where query i (at position nk - nq + i) may see key j."""
+    for name, val in (("nq", nq), ("nk", nk)):
+        if isinstance(val, bool) or int(val) != val or val < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {val!r}")
+    if nq > nk:
+        raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
+    _check_mask_args(causal, window, sink_tokens)
+    p = np.arange(nk - nq, nk)[:, None]
+    j = np.arange(nk)[None, :]
+    return _visible(p, j, causal, window, sink_tokens)
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    """Validated inputs, always 3-D: q (hq, nq, d), k (hkv, nk, d), v (hkv, nk, dv)."""
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    sink_logits: object  # (hq,) float array or None
+    scale: float
+    squeeze: bool  # the caller passed 2-D arrays: return 2-D
+
+    @property
+    def group(self):
+        return self.q.shape[0] // self.k.shape[0]
+
+
+def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
+    q, k, v = (np.asarray(a) for a in (q, k, v))
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        if a.ndim not in (2, 3):
+            raise ValueError(f"{name} must be 2-D (n, d) or 3-D (heads, n, d), got shape {a.shape}")
+        if not np.issubdtype(a.dtype, np.floating):
+            raise ValueError(f"{name} must hold floating-point numbers, got dtype {a.dtype}")
+    if not q.ndim == k.ndim == v.ndim:
+        raise ValueError(f"q, k and v must all be 2-D or all 3-D, got {q.ndim}, {k.ndim}, {v.ndim}")
+    squeeze = q.ndim == 2
+    if squeeze:
+        q, k, v = q[None], k[None], v[None]
+    hq, nq, d = q.shape
+    hkv, nk, dk = k.shape
+    if min(q.shape + k.shape) < 1 or v.shape[-1] < 1:
+        raise ValueError(f"empty dimension in q {q.shape}, k {k.shape} or v {v.shape}")
+    if dk != d:
+        raise ValueError(f"k's last dim must equal q's head dim {d}, got {dk}")
+    if v.shape[:2] != (hkv, nk):
+        raise ValueError(f"v must have k's heads and length {(hkv, nk)}, got {v.shape[:2]}")
+    if hq % hkv:
+        raise ValueError(f"q heads ({hq}) must be a multiple of k/v heads ({hkv}): hq % hkv != 0")
+    if nq > nk:
+        raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
+    _check_mask_args(causal, window, sink_tokens)
+    if sink_logits is not None:
+        sink_logits = np.asarray(sink_logits, dtype=np.float64).reshape(-1)
+        if sink_logits.shape != (hq,):
+            raise ValueError(f"sink_logits must have one logit per query head ({hq}), "
+                             f"got {sink_logits.shape[0]}")
+        if not np.isfinite(sink_logits).all():
+            raise ValueError("sink_logits must be finite")
+    if scale is None:
+        scale = 1.0 / np.sqrt(d)
+    elif not np.isfinite(scale) or scale <= 0:
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    return AttentionInputs(q, k, v, sink_logits, float(scale), squeeze)
+
+
+def _work_dtype(*arrays):
+    """float64 in, float64 out; everything else is computed in float32."""
+    return np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
+
+
+def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
+                    scale=None):
+    """Materialise the full (hq, nq, nk) score matrix S, softmax it into P, return P @ V."""
+    a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
+    dt = _work_dtype(a.q, a.k, a.v)
+    kv_of_head = np.arange(a.q.shape[0]) // a.group
+    k_h, v_h = a.k[kv_of_head].astype(dt), a.v[kv_of_head].astype(dt)  # (hq, nk, d), a copy
+    S = np.matmul(a.q.astype(dt), k_h.transpose(0, 2, 1)) * dt(a.scale)  # (hq, nq, nk)
+    nq, nk = S.shape[1:]
+    S = np.where(attention_mask(nq, nk, causal=causal, window=window, sink_tokens=sink_tokens),
+                 S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)  # every row sees at least its own position: m is finite
+    if a.sink_logits is not None:
+        m = np.maximum(m, a.sink_logits.astype(dt)[:, None, None])
+    P = np.exp(S - m)
+    denom = P.sum(axis=-1, keepdims=True)
+    if a.sink_logits is not None:
+        denom = denom + np.exp(a.sink_logits.astype(dt)[:, None, None] - m)
+    out = np.matmul(P / denom, v_h)
+    return out[0] if a.squeeze else out
+
+
+def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_tokens=0):
+    """Start indices of the key blocks that queries at positions q_lo..q_hi-1 must visit.
+
+    A block is skipped when the mask hides it from every query of the block: after the
+    diagonal (causal) or entirely before the window and past the sink tokens.
+    """
+    last = nk if not causal else min(nk, q_hi)  # keys j <= p <= q_hi - 1
+    first = 0 if window is None else max(0, q_lo - window + 1)  # p - j < W for some p
+    starts = set(range((first // block_k) * block_k, last, block_k))
+    if window is not None and sink_tokens > 0:  # the sink blocks, always kept
+        starts.update(range(0, min(sink_tokens, last), block_k))
+    return sorted(starts)
+
+
+def _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
+    """True when every (query, key) pair of the tile is visible: no mask needed."""
+    causal_ok = not causal or j1 - 1 <= q_lo
+    window_ok = window is None or (q_hi - 1) - j0 < window or j1 <= sink_tokens
+    return causal_ok and window_ok
+
+
+def _tiled_group(q, k, v, sinks, scale, causal, window, sink_tokens, block_q, block_k, out):
+    """Tiled attention for a slice of heads that share KV heads.
+
+    q (a, g, nq, d): g query heads for each of a KV heads; k (a, nk, d); v (a, nk, dv);
+    sinks (a, g) or None; out (a, g, nq, dv) is written block by block.
+    """
+    a, g, nq, d = q.shape
+    nk, dt = k.shape[1], out.dtype.type
+    offset = nk - nq  # query i sits at position offset + i
+    for i0 in range(0, nq, block_q):
+        i1 = min(i0 + block_q, nq)
+        bq = i1 - i0
+        q_lo, q_hi = offset + i0, offset + i1
+        # The g query heads of a KV head share its K block: stack their rows, one matmul.
+        qb = (q[:, :, i0:i1] * dt(scale)).reshape(a, g * bq, d)  # (a, g*bq, d)
+        m = np.full((a, g * bq), -np.inf, dtype=dt)  # running max: no score seen yet
+        l = np.zeros((a, g * bq), dtype=dt)  # running denominator: empty sum
+        acc = np.zeros((a, g * bq, v.shape[-1]), dtype=dt)  # running numerator
+        for j0 in key_blocks(q_lo, q_hi, nk, block_k, causal=causal, window=window,
+                             sink_tokens=sink_tokens):
+            j1 = min(j0 + block_k, nk)
+            s = np.matmul(qb, k[:, j0:j1].transpose(0, 2, 1))  # (a, g*bq, bk): the one tile
+            if not _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
+                vis = _visible(np.arange(q_lo, q_hi)[:, None], np.arange(j0, j1)[None, :],
+                               causal, window, sink_tokens)  # (bq, bk)
+                s.reshape(a, g, bq, j1 - j0)[:, :, ~vis] = -np.inf
+            m_new = np.maximum(m, s.max(axis=-1))
+            m_ref = np.where(m_new == -np.inf, 0, m_new)  # a row with nothing visible yet
+            alpha = np.exp(m - m_ref)  # rescale what was accumulated against the old max
+            np.subtract(s, m_ref[..., None], out=s)
+            np.exp(s, out=s)  # the tile now holds p = exp(s - m_new), in place
+            l = l * alpha + s.sum(axis=-1)
+            acc *= alpha[..., None]
+            acc += np.matmul(s, v[:, j0:j1])
+            m = m_new
+        if sinks is not None:  # the learned sink joins the denominator, no value vector
+            sink = np.repeat(sinks, bq, axis=1)  # (a, g*bq)
+            m_new = np.maximum(m, sink)
+            alpha = np.exp(m - m_new)
+            acc *= alpha[..., None]
+            l = l * alpha + np.exp(sink - m_new)
+        out[:, :, i0:i1] = (acc / l[..., None]).reshape(a, g, bq, -1)
+
+
+def _split_heads(hkv, g, parts):
+    """Cut the (hkv, g) head grid into about `parts` slices of whole KV heads or query groups."""
+    if hkv >= parts or g == 1:
+        bounds = np.linspace(0, hkv, min(parts, hkv) + 1).astype(int)
+        return [(slice(b0, b1), slice(0, g)) for b0, b1 in zip(bounds[:-1], bounds[1:])]
+    per_kv = -(-parts // hkv)
+    bounds = np.linspace(0, g, min(per_kv, g) + 1).astype(int)
+    return [(slice(h, h + 1), slice(b0, b1)) for h in range(hkv)
+            for b0, b1 in zip(bounds[:-1], bounds[1:])]
+
+
+def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
+                    scale=None, block_q=DEFAULT_BLOCK_Q, block_k=DEFAULT_BLOCK_K, threads=None):
+    """FlashAttention in numpy: the same result as naive_attention without the n x n matrix.
+
+    Works on one (query block x key block) tile at a time, vectorised over heads and rows,
+    keeps m, l, acc per query row, and skips key blocks the mask hides completely. Any positive
+    block sizes work. ``threads`` (default: the CPU count) spreads disjoint head slices over
+    threads, since numpy's elementwise work runs on one core; each head still holds one tile.
+    """
+    a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
+    for name, b in (("block_q", block_q), ("block_k", block_k)):
+        if isinstance(b, bool) or int(b) != b or b < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {b!r}")
+    if threads is None:
+        threads = os.cpu_count() or 1
+    elif isinstance(threads, bool) or int(threads) != threads or threads < 1:
+        raise ValueError(f"threads must be None or an integer >= 1, got {threads!r}")
+    dt = _work_dtype(a.q, a.k, a.v)
+    hq, nq, d = a.q.shape
+    hkv, g = a.k.shape[0], a.group
+    qg = a.q.reshape(hkv, g, nq, d)  # query head h = kv * g + i reads KV head kv: a view
+    k, v = a.k.astype(dt, copy=False), a.v.astype(dt, copy=False)
+    sinks = None if a.sink_logits is None else a.sink_logits.astype(dt).reshape(hkv, g)
+    out = np.empty((hkv, g, nq, v.shape[-1]), dtype=dt)
+
+    def run(part):
+        kv, gs = part
+        _tiled_group(qg[kv, gs].astype(dt, copy=False), k[kv], v[kv],
+                     None if sinks is None else sinks[kv, gs], a.scale, causal, window,
+                     sink_tokens, int(block_q), int(block_k), out[kv, gs])
+
+    parts = _split_heads(hkv, g, int(threads))
+    if len(parts) == 1:
+        run(parts[0])
+    else:
+        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+            list(pool.map(run, parts))
+    out = out.reshape(hq, nq, -1)
+    return out[0] if a.squeeze else out

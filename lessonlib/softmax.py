@@ -1,0 +1,151 @@
+"""Online softmax and the online attention row (the lesson's Examples 2 and 3).
+
+Symbols follow FlashAttention-2 (Dao, 2023), Algorithm 1, and Milakov & Gimelshein (2018):
+
+    m    running maximum of the scores seen so far
+    s    running denominator: sum_j exp(x_j - m) over the scores seen so far, for the current m
+    acc  running numerator of the output: sum_j exp(x_j - m) * v_j
+
+When a new score raises the maximum from m_old to m_new, everything accumulated so far was
+computed relative to m_old, so it is multiplied by exp(m_old - m_new). That keeps every exponent
+<= 0 (no overflow) and needs only one pass.
+
+A learned sink logit (gpt-oss style) is one extra score with no value vector: it joins the
+denominator s with the same rescaling and adds nothing to acc.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "SoftmaxStep", "AttentionStep", "two_pass_softmax", "online_softmax", "online_softmax_trace",
+    "online_attention_row", "online_attention_trace",
+]
+
+
+@dataclass(frozen=True)
+class SoftmaxStep:
+    """State after reading one score: the score x, the running max m and denominator s."""
+    i: int
+    x: float
+    m: float
+    s: float
+
+
+@dataclass(frozen=True)
+class AttentionStep:
+    """State after reading one key (or the sink, with ``key == "sink"``)."""
+    key: object
+    score: float
+    m: float
+    s: float
+    acc: tuple
+
+
+def _as_scores(x, name):
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of scores, got shape {x.shape}")
+    if np.isnan(x).any() or np.isposinf(x).any():
+        raise ValueError(f"{name} must not contain NaN or +inf")
+    return x
+
+
+def _check_sink(sink_logit):
+    if sink_logit is None:
+        return None
+    sink = float(sink_logit)
+    if not np.isfinite(sink):
+        raise ValueError(f"sink_logit must be finite, got {sink_logit}")
+    return sink
+
+
+def _rescale(m_old, m_new):
+    """exp(m_old - m_new), with exp(-inf - finite) = 0 and no NaN from (-inf) - (-inf)."""
+    return 0.0 if m_old == -np.inf else float(np.exp(m_old - m_new))
+
+
+def _steps(x):
+    """Yield (i, x_i, m, s) after each score: the one-pass recurrence itself."""
+    m, s = -np.inf, 0.0  # nothing seen yet: the sum of no terms is 0 (and m = -inf is its max)
+    for i, xi in enumerate(x):
+        m_new = max(m, xi)
+        if m_new == -np.inf:  # only -inf so far: exp(-inf) terms contribute nothing
+            yield i, xi, m, s
+            continue
+        s = s * _rescale(m, m_new) + float(np.exp(xi - m_new))
+        m = m_new
+        yield i, xi, m, s
+
+
+def two_pass_softmax(x):
+    """Reference: pass 1 finds the max, pass 2 sums exp(x - max). ``x`` is 1-D."""
+    x = _as_scores(x, "x")
+    m = x.max()
+    if m == -np.inf:
+        raise ValueError("x: every entry is -inf, softmax is undefined")
+    e = np.exp(x - m)
+    return e / e.sum()
+
+
+def online_softmax(x):
+    """Softmax of the 1-D scores ``x`` in one pass (running max m, running sum s).
+
+    Equal to the two-pass softmax, also for -inf entries (probability 0) and huge magnitudes.
+    Raises ValueError when x is empty, holds NaN or +inf, or is all -inf.
+    """
+    x = _as_scores(x, "x")
+    for _, _, m, s in _steps(x):
+        pass
+    if m == -np.inf:
+        raise ValueError("x: every entry is -inf, softmax is undefined")
+    return np.exp(x - m) / s
+
+
+def online_softmax_trace(x):
+    """The one-pass recurrence step by step: a list of SoftmaxStep (Example 2's table)."""
+    x = _as_scores(x, "x")
+    return [SoftmaxStep(i, float(xi), float(m), float(s)) for i, xi, m, s in _steps(x)]
+
+
+def online_attention_trace(scores, values, sink_logit=None):
+    """State (m, s, acc) after each key, then after the sink if given (Example 3's table).
+
+    ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / s of the last step.
+    """
+    scores = _as_scores(scores, "scores")
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] != scores.shape[0]:
+        raise ValueError(f"values must have shape (len(scores), dv) = ({scores.shape[0]}, dv), "
+                         f"got {values.shape}")
+    sink = _check_sink(sink_logit)
+    m, s = -np.inf, 0.0
+    acc = np.zeros(values.shape[1])  # (dv,) weighted sum of values, relative to m
+    trace = []
+    for j, (x, v) in enumerate(zip(scores, values)):
+        m_new = max(m, x)
+        if m_new > -np.inf:  # a key hidden by -inf adds nothing (and must not form -inf - -inf)
+            alpha, w = _rescale(m, m_new), float(np.exp(x - m_new))
+            acc = acc * alpha + w * v
+            s = s * alpha + w
+            m = m_new
+        trace.append(AttentionStep(j, float(x), float(m), float(s), tuple(acc)))
+    if sink is not None:  # one more score in the denominator, no value vector
+        m_new = max(m, sink)
+        alpha = _rescale(m, m_new)
+        acc = acc * alpha
+        s = s * alpha + float(np.exp(sink - m_new))
+        m = m_new
+        trace.append(AttentionStep("sink", sink, float(m), float(s), tuple(acc)))
+    if s == 0.0:
+        raise ValueError("scores: every entry is -inf and there is no sink, the row is undefined")
+    return trace
+
+
+def online_attention_row(scores, values, sink_logit=None):
+    """Attention output for one query, reading one key at a time: acc / s at the end.
+
+    With ``sink_logit`` the denominator also holds exp(sink - m): the weights sum to less than 1.
+    """
+    last = online_attention_trace(scores, values, sink_logit)[-1]
+    return np.asarray(last.acc) / last.s

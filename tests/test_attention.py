@@ -1,0 +1,245 @@
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from lessonlib.attention import attention_mask, key_blocks, naive_attention, tiled_attention
+
+
+def visible(p, j, causal, window, sink_tokens):
+    """The contract's rule for one (query position, key) pair, written out in plain Python."""
+    if causal and j > p:
+        return False
+    if window is not None and not (p - j < window or j < sink_tokens):
+        return False
+    return True
+
+
+def reference(q, k, v, causal=False, window=None, sink_tokens=0, sink_logits=None, scale=None):
+    """Independent float64 reference: one query row at a time, math.exp, no tiling, no masks."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    squeeze = q.ndim == 2
+    if squeeze:
+        q, k, v = q[None], k[None], v[None]
+    hq, nq, d = q.shape
+    hkv, nk, _ = k.shape
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    out = np.zeros((hq, nq, v.shape[-1]))
+    for h in range(hq):
+        kv = h // (hq // hkv)
+        for i in range(nq):
+            p = nk - nq + i
+            keys = [j for j in range(nk) if visible(p, j, causal, window, sink_tokens)]
+            logits = [float(q[h, i] @ k[kv, j]) * scale for j in keys]
+            extra = [] if sink_logits is None else [float(sink_logits[h])]
+            m = max(logits + extra)
+            w = [math.exp(x - m) for x in logits]
+            total = math.fsum(w + [math.exp(x - m) for x in extra])
+            out[h, i] = sum(wj * v[kv, j] for wj, j in zip(w, keys)) / total
+    return out[0] if squeeze else out
+
+
+def rand(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+CASES = [
+    dict(),
+    dict(causal=True),
+    dict(window=5),
+    dict(causal=True, window=1),
+    dict(causal=True, window=6, sink_tokens=2),
+    dict(causal=True, window=100),  # larger than n
+    dict(causal=True, sink_logits=np.array([0.5, -1.0, 2.0, 0.0])),
+    dict(causal=True, window=4, sink_tokens=3, sink_logits=np.array([3.0, 1.0, -2.0, 0.0])),
+    dict(scale=0.3),
+]
+
+
+@pytest.mark.parametrize("kw", CASES)
+@pytest.mark.parametrize("hq, hkv, nq, nk", [(4, 4, 19, 19), (4, 2, 7, 23), (4, 1, 1, 30)])
+def test_naive_and_tiled_match_the_reference(kw, hq, hkv, nq, nk):
+    rng = np.random.default_rng(hq * 100 + nq)
+    q, k, v = rand(rng, hq, nq, 8), rand(rng, hkv, nk, 8), rand(rng, hkv, nk, 5)
+    ref = reference(q, k, v, **kw)
+    np.testing.assert_allclose(naive_attention(q, k, v, **kw), ref, rtol=2e-5, atol=2e-6)
+    for bq, bk in [(4, 8), (5, 3), (64, 64), (1, 1)]:
+        out = tiled_attention(q, k, v, block_q=bq, block_k=bk, **kw)
+        assert out.shape == ref.shape and out.dtype == np.float32
+        np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-6)
+
+
+def test_float64_in_float64_out_to_1e12():
+    rng = np.random.default_rng(1)
+    q, k, v = rand(rng, 2, 13, 4, dtype=np.float64), rand(rng, 2, 17, 4, dtype=np.float64), \
+        rand(rng, 2, 17, 4, dtype=np.float64)
+    ref = reference(q, k, v, causal=True, window=5, sink_tokens=1)
+    for f in (naive_attention, tiled_attention):
+        out = f(q, k, v, causal=True, window=5, sink_tokens=1)
+        assert out.dtype == np.float64
+        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-13)
+
+
+def test_two_dimensional_inputs_give_two_dimensional_output():
+    rng = np.random.default_rng(2)
+    q, k, v = rand(rng, 9, 4), rand(rng, 12, 4), rand(rng, 12, 3)
+    out = tiled_attention(q, k, v, causal=True, block_q=4, block_k=4)
+    assert out.shape == (9, 3)
+    np.testing.assert_allclose(out, reference(q, k, v, causal=True), rtol=2e-5, atol=2e-6)
+
+
+def test_window_of_one_returns_each_positions_own_value():
+    rng = np.random.default_rng(3)
+    q, k, v = rand(rng, 2, 10, 4), rand(rng, 2, 10, 4), rand(rng, 2, 10, 4)
+    for f in (naive_attention, tiled_attention):
+        np.testing.assert_allclose(f(q, k, v, causal=True, window=1), v, rtol=1e-6)
+
+
+def test_decode_row_equals_last_row_of_prefill():
+    rng = np.random.default_rng(4)
+    q, k, v = rand(rng, 8, 40, 16), rand(rng, 2, 40, 16), rand(rng, 2, 40, 16)
+    full = tiled_attention(q, k, v, causal=True, window=9, sink_tokens=2, block_q=8, block_k=8)
+    step = tiled_attention(q[:, -1:], k, v, causal=True, window=9, sink_tokens=2, block_q=8,
+                           block_k=8)
+    np.testing.assert_allclose(step, full[:, -1:], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("hq, hkv, nq, nk", [(8, 8, 33, 33), (8, 2, 33, 33), (8, 1, 5, 47)])
+def test_against_torch_sdpa(causal, hq, hkv, nq, nk):
+    rng = np.random.default_rng(5)
+    q, k, v = rand(rng, hq, nq, 16), rand(rng, hkv, nk, 16), rand(rng, hkv, nk, 16)
+    # SDPA's is_causal aligns the mask top-left; pass the contract's bottom-right mask explicitly.
+    mask = torch.tensor([[visible(nk - nq + i, j, causal, None, 0) for j in range(nk)]
+                         for i in range(nq)])
+    expect = torch.nn.functional.scaled_dot_product_attention(
+        torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), attn_mask=mask,
+        enable_gqa=True).numpy()
+    for f in (naive_attention, tiled_attention):
+        np.testing.assert_allclose(f(q, k, v, causal=causal), expect, rtol=1e-4, atol=1e-5)
+
+
+def test_against_torch_sdpa_windowed():
+    rng = np.random.default_rng(6)
+    q, k, v = rand(rng, 4, 50, 8), rand(rng, 4, 50, 8), rand(rng, 4, 50, 8)
+    mask = torch.from_numpy(attention_mask(50, 50, causal=True, window=7, sink_tokens=2))
+    expect = torch.nn.functional.scaled_dot_product_attention(
+        *(torch.from_numpy(a) for a in (q, k, v)), attn_mask=mask).numpy()
+    out = tiled_attention(q, k, v, causal=True, window=7, sink_tokens=2, block_q=16, block_k=16)
+    np.testing.assert_allclose(out, expect, rtol=1e-4, atol=1e-5)
+
+
+@given(nq=st.integers(1, 40), extra=st.integers(0, 20), group=st.sampled_from([(8, 2), (8, 1),
+       (2, 2), (4, 2)]), causal=st.booleans(), window=st.one_of(st.none(), st.integers(1, 70)),
+       sink_tokens=st.integers(0, 5), use_sink_logits=st.booleans(), bq=st.integers(1, 24),
+       bk=st.integers(1, 24), seed=st.integers(0, 2**31 - 1))
+def test_tiled_equals_naive_over_random_shapes(nq, extra, group, causal, window, sink_tokens,
+                                               use_sink_logits, bq, bk, seed):
+    hq, hkv = group
+    nk = nq + extra
+    rng = np.random.default_rng(seed)
+    q, k, v = rand(rng, hq, nq, 8), rand(rng, hkv, nk, 8), rand(rng, hkv, nk, 6)
+    sinks = rng.standard_normal(hq) * 3 if use_sink_logits else None
+    kw = dict(causal=causal, window=window, sink_tokens=sink_tokens, sink_logits=sinks)
+    np.testing.assert_allclose(tiled_attention(q, k, v, block_q=bq, block_k=bk, **kw),
+                               naive_attention(q, k, v, **kw), rtol=3e-5, atol=3e-6)
+
+
+def test_mask_matches_the_rule():
+    for nq, nk, kw in [(5, 9, dict(causal=True)), (9, 9, dict(causal=True, window=3, sink_tokens=2)),
+                       (4, 4, dict(window=2)), (1, 6, dict(causal=True, window=2))]:
+        expect = [[visible(nk - nq + i, j, kw.get("causal", False), kw.get("window"),
+                           kw.get("sink_tokens", 0)) for j in range(nk)] for i in range(nq)]
+        assert attention_mask(nq, nk, **kw).tolist() == expect
+
+
+@given(n=st.integers(1, 80), extra=st.integers(0, 30), causal=st.booleans(),
+       window=st.one_of(st.none(), st.integers(1, 90)), sink_tokens=st.integers(0, 9),
+       bq=st.integers(1, 20), bk=st.integers(1, 20))
+def test_key_blocks_visits_exactly_the_blocks_with_a_visible_key(n, extra, causal, window,
+                                                                 sink_tokens, bq, bk):
+    nk = n + extra
+    mask = attention_mask(n, nk, causal=causal, window=window, sink_tokens=sink_tokens)
+    for i0 in range(0, n, bq):
+        i1 = min(i0 + bq, n)
+        visited = key_blocks(nk - n + i0, nk - n + i1, nk, bk, causal=causal, window=window,
+                             sink_tokens=sink_tokens)
+        needed = [j0 for j0 in range(0, nk, bk) if mask[i0:i1, j0:j0 + bk].any()]
+        assert visited == needed
+
+
+def test_causal_and_window_skip_blocks():
+    full = key_blocks(0, 64, 1024, 64)
+    assert len(full) == 16
+    assert key_blocks(0, 64, 1024, 64, causal=True) == [0]
+    assert key_blocks(960, 1024, 1024, 64, causal=True, window=128, sink_tokens=4) == [0, 832, 896,
+                                                                                      960]
+
+
+def test_tiled_never_holds_the_score_matrix():
+    """Peak memory stays near a few tiles per head, far below one (h, n, n) score matrix."""
+    rng = np.random.default_rng(7)
+    h, n, d, bq, bk = 2, 1024, 16, 64, 64
+    q, k, v = rand(rng, h, n, d), rand(rng, h, n, d), rand(rng, h, n, d)
+    tracemalloc.start()
+    tiled_attention(q, k, v, causal=True, block_q=bq, block_k=bk, threads=1)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    tile_bytes = h * bq * bk * 4
+    out_bytes = h * n * d * 4
+    assert peak < out_bytes + 4 * tile_bytes + 8 * h * bq * d * 4 + 64 * 1024
+    assert peak < h * n * n * 4 / 20  # vs the naive score matrix
+
+
+def test_threads_do_not_change_the_result():
+    rng = np.random.default_rng(8)
+    q, k, v = rand(rng, 8, 70, 8), rand(rng, 2, 70, 8), rand(rng, 2, 70, 8)
+    one = tiled_attention(q, k, v, causal=True, threads=1, block_q=16, block_k=16)
+    for t in (2, 3, 8, 16):
+        np.testing.assert_array_equal(tiled_attention(q, k, v, causal=True, threads=t, block_q=16,
+                                                      block_k=16), one)
+
+
+BAD = [
+    (dict(q=np.zeros((2, 3, 4)), k=np.zeros((2, 3, 5)), v=np.zeros((2, 3, 4))), "k's last dim"),
+    (dict(q=np.zeros((3, 3, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4))), "hq % hkv"),
+    (dict(q=np.zeros((2, 5, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4))), "nq"),
+    (dict(q=np.zeros((2, 3, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 4, 4))), "v must"),
+    (dict(q=np.zeros((2, 2, 3, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4))), "q must"),
+    (dict(q=np.zeros((3, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4))), "must all be 2-D"),
+    (dict(q=np.zeros((2, 3, 4), dtype=int), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4))), "q must"),
+    (dict(window=0), "window"),
+    (dict(window=2.5), "window"),
+    (dict(sink_tokens=-1), "sink_tokens"),
+    (dict(sink_logits=np.zeros(3)), "sink_logits"),
+    (dict(sink_logits=np.array([np.nan, 0.0])), "sink_logits"),
+    (dict(scale=-1.0), "scale"),
+    (dict(causal="yes"), "causal"),
+]
+
+
+@pytest.mark.parametrize("kw, match", BAD)
+@pytest.mark.parametrize("f", [naive_attention, tiled_attention])
+def test_bad_input_names_the_argument(f, kw, match):
+    args = dict(q=np.zeros((2, 3, 4)), k=np.zeros((2, 3, 4)), v=np.zeros((2, 3, 4)))
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        f(**args)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(block_q=0), "block_q"), (dict(block_k=-2), "block_k"),
+                                       (dict(block_q=1.5), "block_q"), (dict(threads=0), "threads")])
+def test_bad_block_sizes(kw, match):
+    x = np.zeros((2, 3, 4))
+    with pytest.raises(ValueError, match=match):
+        tiled_attention(x, x, x, **kw)
+
+
+@pytest.mark.parametrize("args, kw, match", [((0, 3), {}, "nq"), ((3, 2), {}, "nq"),
+                                             ((2, 2), dict(window=0), "window")])
+def test_bad_mask_arguments(args, kw, match):
+    with pytest.raises(ValueError, match=match):
+        attention_mask(*args, **kw)

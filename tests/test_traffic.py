@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+
+from lessonlib.attention import attention_mask
+from lessonlib.traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
+                               score_slice_bytes, tiled_traffic, traffic_ratio_table)
+
+
+def test_example4_exact_counts():
+    assert (naive_traffic(64, 8).reads, naive_traffic(64, 8).writes) == (9728, 8704)
+    assert naive_traffic(64, 8).total == 18432
+    t = tiled_traffic(64, 8, 16)
+    assert (t.reads, t.writes, t.total) == (4608, 512, 5120)
+
+
+def test_example4_per_head_table():
+    rows = traffic_ratio_table([(4096, 128), (131072, 128), (131072, 64), (131072, 256)], d=128)
+    assert [round(r["naive"] / 1e6) for r in rows] == [69, 68787, 68787, 68787]
+    assert [round(r["tiled"] / 1e6) for r in rows] == [35, 34393, 68753, 17213]
+    assert [round(r["ratio"], 1) for r in rows] == [2.0, 2.0, 1.0, 4.0]
+    assert [r["score_buffer"] for r in rows] == [16_777_216] + [17_179_869_184] * 3
+    assert [r["tile"] for r in rows] == [16_384, 16_384, 4_096, 65_536]
+    for r in rows:  # the lesson's closed forms, written independently
+        n, b, d = r["n"], r["block"], 128
+        assert r["naive"] == 3 * n * d + 4 * n * n + n * d
+        assert r["tiled"] == n * d + (n // b) * 2 * n * d + n * d
+        assert r["ratio"] == pytest.approx(2 * b / d, rel=1e-2)
+
+
+def test_tiled_traffic_counts_only_visited_blocks():
+    n, d, b = 96, 4, 16
+    dense = tiled_traffic(n, d, b)
+    causal = tiled_traffic(n, d, b, causal=True)
+    mask = attention_mask(n, n, causal=True)
+    visited_rows = sum(min(b, n - j0) for i0 in range(0, n, b) for j0 in range(0, n, b)
+                       if mask[i0:i0 + b, j0:j0 + b].any())
+    assert causal.reads == n * d + 2 * d * visited_rows
+    assert causal.reads < dense.reads
+    windowed = tiled_traffic(n, d, b, causal=True, window=16, sink_tokens=4)
+    assert windowed.reads < causal.reads
+    # Not a block multiple: the last partial blocks count their real rows.
+    assert tiled_traffic(50, 2, 16).reads == 50 * 2 + 4 * 2 * 50 * 2
+
+
+def test_example1_score_matrix_table():
+    rows = score_matrix_table([4096, 8192, 32768, 131072])
+    assert [r.scores_per_head for r in rows] == [16777216, 67108864, 1073741824, 17179869184]
+    assert [r.layer_bytes / GIB for r in rows] == [2, 8, 128, 2048]
+    assert [r.traffic_bytes / GIB for r in rows] == [8, 32, 512, 8192]
+    assert [r.model_traffic_bytes / GIB for r in rows] == [256, 1024, 16384, 262144]
+    assert score_slice_bytes(512, 131072) / GIB == 8
+    assert score_slice_bytes(1, 131072) / MIB == 16
+
+
+def test_example16_cost_table():
+    rows = long_context_cost([4096, 32768, 131072], params=8.03e9, layers=32, q_dim=4096,
+                             kv_bytes_per_token=131072)
+    assert [round(r.weight_flops / 1e12, 1) for r in rows] == [65.8, 526.3, 2105.0]
+    assert [round(r.attention_flops / 1e12, 1) for r in rows] == [4.4, 281.5, 4503.6]
+    assert [round(100 * r.attention_share) for r in rows] == [6, 35, 68]
+    assert [round(r.kv_bytes / GIB, 1) for r in rows] == [0.5, 4.0, 16.0]
+    assert round(rows[0].total_flops / 1e12, 1) == 70.2
+    assert round(rows[2].total_flops / 1e12, 1) == 6608.6
+    assert round(rows[2].total_flops / rows[0].total_flops) == 94
+    # causal halves the attention FLOPs of 4 n^2 d per layer
+    dense = long_context_cost([4096], params=8.03e9, layers=32, q_dim=4096,
+                              kv_bytes_per_token=131072, causal=False)[0]
+    assert dense.attention_flops == 2 * rows[0].attention_flops == 4 * 4096 ** 2 * 4096 * 32
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: naive_traffic(0, 8), "^n must"), (lambda: tiled_traffic(8, 8, 0), "block_q"),
+    (lambda: tiled_traffic(8, 8, 4, 0), "block_k"), (lambda: score_matrix_table([4096], heads=0), "heads"),
+    (lambda: long_context_cost([10], params=-1, layers=1, q_dim=1, kv_bytes_per_token=1), "params"),
+    (lambda: score_slice_bytes(1, 1.5), "n_keys"),
+])
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_np_integers_are_accepted():
+    assert naive_traffic(np.int64(64), np.int32(8)).reads == 9728
