@@ -1,0 +1,56 @@
+"""Exercise checks: each returns a Verdict that says right, or what is wrong with a hint.
+
+A notebook's exercise cell holds a stub the student fills (``answer = None  # your code``) and
+ends with ``checks.<topic>.<name>(answer)``. The committed notebook runs the check on the
+unfilled stub, so it shows the deterministic "not attempted yet" message. A Verdict displays
+itself (its ``repr`` is the message), so the cell prints nothing by side effect.
+
+Topic modules live beside this file (``checks.attention``, ``checks.rope``, ...); reference
+solutions are kept for instructors in ``instructors/solutions/``, out of the students' way.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Verdict", "NOT_ATTEMPTED", "correct", "wrong", "not_attempted", "close_to"]
+
+NOT_ATTEMPTED = "Not attempted yet: fill in the stub above and run this cell again."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one check: ``ok`` (True/False, None when not attempted) and a message."""
+    name: str
+    ok: object
+    message: str
+
+    def __bool__(self):
+        return self.ok is True
+
+    def __repr__(self):
+        mark = {True: "correct", False: "not yet", None: "not attempted"}[self.ok]
+        return f"[{self.name}: {mark}] {self.message}"
+
+    __str__ = __repr__
+
+
+def correct(name, message="Correct."):
+    return Verdict(name, True, message)
+
+
+def wrong(name, message):
+    return Verdict(name, False, message)
+
+
+def not_attempted(name):
+    return Verdict(name, None, NOT_ATTEMPTED)
+
+
+def close_to(answer, expected, *, rtol=1e-6, atol=0.0):
+    """True when ``answer`` has ``expected``'s shape and matches it within tolerance."""
+    try:
+        a = np.asarray(answer, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    e = np.asarray(expected, dtype=np.float64)
+    return a.shape == e.shape and bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=False))

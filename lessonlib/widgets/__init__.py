@@ -1,0 +1,7 @@
+"""Notebook widgets: sliders -> lessonlib compute -> lessonlib.plots draw functions.
+
+One module per topic. A factory returns a small object with ``.ui`` (the ipywidgets box to
+display, holding the sliders and the ipympl canvas), ``.readout`` (the text shown under the
+figure, what tests read), the sliders by name and the artists it updates in place.
+Callbacks are three lines: compute, update artists, update readout.
+"""

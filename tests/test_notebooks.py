@@ -1,0 +1,71 @@
+"""Static checks of the committed notebooks (nbval compares their outputs; these make sure
+there is something to compare, and that each notebook follows the course's shape)."""
+import glob
+import json
+import os
+
+import pytest
+
+from lessonlib.checks import NOT_ATTEMPTED
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "[0-9]*.ipynb")))
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_every_code_cell_was_run_and_has_output(path):
+    """A notebook committed without outputs would pass nbval silently."""
+    for i, cell in enumerate(code_cells(load(path))):
+        assert cell.get("execution_count") is not None, f"code cell {i} was never run"
+        assert cell.get("outputs"), f"code cell {i} has no stored output"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_no_errors_or_warnings_stored(path):
+    for i, cell in enumerate(code_cells(load(path))):
+        for out in cell["outputs"]:
+            assert out["output_type"] != "error", f"cell {i}: {out.get('ename')}"
+            if out["output_type"] == "stream":
+                assert out["name"] != "stderr", f"cell {i} wrote to stderr: {''.join(out['text'])}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_shape_of_a_lesson(path):
+    nb = load(path)
+    assert 12 <= len(nb["cells"]) <= 25, f"{len(nb['cells'])} cells"
+    checks = [c for c in code_cells(nb) if "checks." in source(c)]
+    assert 2 <= len(checks) <= 4, "two to four checked exercises"
+    for c in checks:  # committed unfilled: the check says so, deterministically
+        text = json.dumps(c["outputs"])
+        assert "not attempted" in text and NOT_ATTEMPTED.split(":")[0] in text
+    skips = sum(source(c).count("NBVAL_IGNORE_OUTPUT") + source(c).count("NBVAL_SKIP")
+                for c in code_cells(nb))
+    assert skips <= len(code_cells(nb)) // 4
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_computes_with_lessonlib(path):
+    """Numbers come from lessonlib; the kernel keeps its own matplotlib backend."""
+    nb = load(path)
+    text = "\n".join(source(c) for c in code_cells(nb))
+    assert "lessonlib" in text
+    assert "MPLBACKEND" not in text
+
+
+def test_notebooks_are_numbered_in_teaching_order():
+    names = [os.path.basename(p) for p in NOTEBOOKS]
+    assert names == sorted(names)
+    assert len({n[:2] for n in names}) == len(names)
