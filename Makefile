@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test unit nbval browser bench clean-venv venv
 
@@ -22,7 +24,8 @@ $(STAMP): requirements.txt pyproject.toml
 # JupyterLab on notebooks/, bound to loopback, protected by Jupyter's token (it prints the URL).
 lab: $(STAMP)
 	@echo "Starting JupyterLab on 127.0.0.1; open the http://127.0.0.1:...?token=... URL printed below."
-	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=notebooks
+	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=notebooks \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ALLOW_ROOT)
 
 test: unit nbval browser
 
