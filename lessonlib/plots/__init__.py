@@ -1,0 +1,8 @@
+"""draw(ax, data) functions for the notebooks, one module per topic.
+
+Each function draws onto an ``ax`` it is given (matplotlib only, no computation beyond
+formatting) and returns the artists a widget updates in place.
+"""
+from .needles import draw_needle_heatmap
+
+__all__ = ["draw_needle_heatmap"]

@@ -1,0 +1,27 @@
+"""lessonlib.plots: the needle heatmap draws the grid it is given (headless, MPLBACKEND=Agg)."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from lessonlib.needles import EdgeHeavyModel, run_needle_grid  # noqa: E402
+from lessonlib.plots import draw_needle_heatmap  # noqa: E402
+
+
+def test_needle_heatmap_shows_the_grid_with_labels_and_colorbar():
+    grid = run_needle_grid(EdgeHeavyModel(), [1000, 4000, 16000], [0, 25, 50, 75, 100],
+                           progress=False)
+    fig, ax = plt.subplots(layout="constrained")
+    try:
+        image, colorbar = draw_needle_heatmap(ax, grid)
+        np.testing.assert_array_equal(image.get_array(), grid.found.astype(float))
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0%", "25%", "50%", "75%", "100%"]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["1,000", "4,000", "16,000"]
+        assert ax.get_title() and "depth" in ax.get_xlabel() and "length" in ax.get_ylabel()
+        assert colorbar.ax in fig.axes and colorbar.ax.get_ylabel()
+        cells = [t.get_text() for t in ax.texts]
+        assert cells.count("miss") == int((~grid.found).sum()) and len(cells) == grid.found.size
+        fig.canvas.draw()  # renders without error
+    finally:
+        plt.close(fig)
