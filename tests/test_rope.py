@@ -1,0 +1,760 @@
+"""lessonlib.rope against HuggingFace transformers' ROPE_INIT_FUNCTIONS, naive formulas written
+here, and every number the lesson prints (Examples 12-15, the vLLM/YaRN chapter, the llama3 /
+longrope notes)."""
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from transformers import AutoConfig
+from transformers import logging as hf_logging
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
+from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
+
+from lessonlib import rope as R
+from lessonlib.configs import load_config
+
+hf_logging.set_verbosity_error()  # HF warns about the configs we feed it on purpose
+
+MODELS = ["Llama-3.1-8B", "Llama-3.2-1B", "Qwen2.5-7B-Instruct", "DeepSeek-V3", "gpt-oss-20b",
+          "Phi-3.5-mini-instruct", "Gemma-3-27B", "Mistral-7B"]
+F32 = dict(rtol=1e-6, atol=0)  # HF builds inv_freq in float32; we build it in float64
+
+
+def naive_theta(b, r):
+    """theta_i = b^(-2i/r), written out pair by pair."""
+    return np.array([b ** (-2.0 * i / r) for i in range(r // 2)])
+
+
+# ---------------------------------------------------------------------------------------------
+# The HuggingFace reference
+# ---------------------------------------------------------------------------------------------
+
+def hf_frequencies(config, seq_len=None, layer_type=None):
+    """transformers' (inv_freq float64, attention_factor) for a config.json dict."""
+    c = {k: v for k, v in copy.deepcopy(config).items() if not k.startswith("_")}
+    hf = AutoConfig.for_model(c.pop("model_type", "llama"), **c)
+    rp = hf.rope_parameters[layer_type] if layer_type else hf.rope_parameters
+    if rp["rope_type"] == "default":  # not in ROPE_INIT_FUNCTIONS: each model class has its own
+        if layer_type:
+            inv, af = Gemma3RotaryEmbedding.compute_default_rope_parameters(hf, None, layer_type=layer_type)
+        else:
+            inv, af = Phi3RotaryEmbedding.compute_default_rope_parameters(hf)  # reads partial_rotary_factor
+    else:
+        kwargs = {"layer_type": layer_type} if layer_type else {}
+        inv, af = ROPE_INIT_FUNCTIONS[rp["rope_type"]](hf, None, seq_len=seq_len, **kwargs)
+    return inv.double().numpy(), float(af)
+
+
+def assert_matches_hf(config, seq_len=None, layer_type=None):
+    ours, ours_af = R.rope_frequencies(config, seq_len, layer_type=layer_type)
+    ref, ref_af = hf_frequencies(config, seq_len, layer_type)
+    assert ours.dtype == np.float64 and ours.shape == ref.shape
+    np.testing.assert_allclose(ours, ref, **F32)
+    assert ours_af == pytest.approx(ref_af, rel=1e-12)
+    return ours, ours_af
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("seq_len", [None, 2048, 200_000])
+def test_real_configs_match_hf(name, seq_len):
+    config = load_config(name)
+    layers = ["full_attention", "sliding_attention"] if name == "Gemma-3-27B" else [None]
+    for layer_type in layers:
+        assert_matches_hf(config, seq_len, layer_type)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_transformers5_layout_reads_the_same(name):
+    """HF 5's to_dict() writes rope_parameters (with rope_theta inside, per layer type for Gemma 3)."""
+    legacy = load_config(name)
+    c = {k: v for k, v in legacy.items() if not k.startswith("_")}
+    v5 = AutoConfig.for_model(c.pop("model_type"), **c).to_dict()
+    assert "rope_parameters" in v5 and not v5.get("rope_scaling")
+    for layer_type in (["full_attention", "sliding_attention"] if name == "Gemma-3-27B" else [None]):
+        a, af_a = R.rope_frequencies(v5, layer_type=layer_type)
+        b, af_b = R.rope_frequencies(legacy, layer_type=layer_type)
+        np.testing.assert_array_equal(a, b)
+        assert af_a == af_b
+
+
+def synthetic(rope, *, head_dim=128, theta=10_000.0, max_pos=4096, prf=None):
+    """A config.json in the transformers-4 layout: rope_theta top level, scaling in rope_scaling."""
+    c = {"model_type": "llama", "hidden_size": head_dim * 4, "num_attention_heads": 4,
+         "head_dim": head_dim, "max_position_embeddings": max_pos, "rope_theta": theta}
+    if rope is not None:
+        c["rope_scaling"] = dict(rope)
+    if prf is not None:
+        c["partial_rotary_factor"] = prf
+    return c
+
+
+def as_v5(config):
+    """The same config in the transformers-5 layout: rope_parameters holds rope_theta (and prf)."""
+    c = copy.deepcopy(config)
+    rp = c.pop("rope_scaling", None) or {"rope_type": "default"}
+    rp["rope_theta"] = c.pop("rope_theta")
+    if "partial_rotary_factor" in c:
+        rp["partial_rotary_factor"] = c.pop("partial_rotary_factor")
+    c["rope_parameters"] = rp
+    return c
+
+
+LONG48 = [1.0 + 0.9 * j for j in range(48)]
+SHORT48 = [1.0 + 0.02 * j for j in range(48)]
+LONG64 = [1.0 + 0.5 * j for j in range(64)]
+SHORT64 = [1.0 + 0.01 * j for j in range(64)]
+CASES = [  # (id, config, seq_len)
+    ("default", synthetic(None), None),
+    ("default-b5e5-d64-partial", synthetic(None, head_dim=64, theta=5e5, prf=0.5), None),
+    ("linear-2", synthetic({"rope_type": "linear", "factor": 2.0}), None),
+    ("linear-8-partial", synthetic({"rope_type": "linear", "factor": 8.0}, prf=0.25), None),
+    ("linear-legacy-type", synthetic({"type": "linear", "factor": 4.0}), None),
+    ("dynamic-none", synthetic({"rope_type": "dynamic", "factor": 4.0}), None),
+    ("dynamic-below", synthetic({"rope_type": "dynamic", "factor": 4.0}), 1000),
+    ("dynamic-at", synthetic({"rope_type": "dynamic", "factor": 4.0}), 4096),
+    ("dynamic-above", synthetic({"rope_type": "dynamic", "factor": 4.0}), 8192),
+    ("dynamic-far-above-partial", synthetic({"rope_type": "dynamic", "factor": 2.0}, prf=0.5), 50_000),
+    ("yarn-truncate", synthetic({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096},
+                                max_pos=16384), None),
+    ("yarn-no-truncate", synthetic({"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096,
+                                    "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False},
+                                   head_dim=64, theta=150_000.0, max_pos=131072), None),
+    ("yarn-mscale-equal", synthetic({"rope_type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                     "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1},
+                                    head_dim=64, max_pos=163840), None),
+    ("yarn-mscale-0.707", synthetic({"rope_type": "yarn", "factor": 40, "mscale": 0.707, "mscale_all_dim": 1.0,
+                                     "original_max_position_embeddings": 4096},
+                                    head_dim=64, max_pos=163840), None),
+    ("yarn-mscale-only", synthetic({"rope_type": "yarn", "factor": 8.0, "mscale": 0.5,
+                                    "original_max_position_embeddings": 4096}, max_pos=32768), None),
+    ("yarn-attention-factor", synthetic({"rope_type": "yarn", "factor": 8.0, "attention_factor": 0.8,
+                                         "original_max_position_embeddings": 4096}, max_pos=32768), None),
+    ("yarn-betas", synthetic({"rope_type": "yarn", "factor": 16.0, "beta_fast": 16, "beta_slow": 2,
+                              "original_max_position_embeddings": 2048}, theta=5e5, max_pos=32768), None),
+    ("yarn-factor-null", synthetic({"rope_type": "yarn", "factor": None, "original_max_position_embeddings": 4096},
+                                   max_pos=32768), None),
+    ("yarn-partial", synthetic({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096,
+                                "truncate": False}, prf=0.5, max_pos=16384), None),
+    ("longrope-short-none", synthetic({"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+                                       "original_max_position_embeddings": 4096}, max_pos=131072), None),
+    ("longrope-short-at-L0", synthetic({"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+                                        "original_max_position_embeddings": 4096}, max_pos=131072), 4096),
+    ("longrope-long", synthetic({"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+                                 "original_max_position_embeddings": 4096}, max_pos=131072), 4097),
+    ("longrope-factor-af", synthetic({"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+                                      "factor": 16.0, "attention_factor": 1.1,
+                                      "original_max_position_embeddings": 8192}, max_pos=131072), 100_000),
+    ("longrope-partial-0.75", synthetic({"rope_type": "longrope", "long_factor": LONG48, "short_factor": SHORT48,
+                                         "original_max_position_embeddings": 4096}, prf=0.75, max_pos=131072),
+     8000),
+    ("longrope-no-extension", synthetic({"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+                                         "original_max_position_embeddings": 4096}), 5000),
+    ("llama3-8", synthetic({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192}, theta=5e5, max_pos=131072), None),
+    ("llama3-32-d64", synthetic({"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+                                head_dim=64, theta=5e5, max_pos=131072), None),
+    ("llama3-other-bands", synthetic({"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 2.0,
+                                      "high_freq_factor": 8.0, "original_max_position_embeddings": 4096},
+                                     max_pos=65536), None),
+    ("llama3-partial", synthetic({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+                                 theta=5e5, prf=0.5, max_pos=131072), None),
+]
+
+
+@pytest.mark.parametrize("config, seq_len", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_synthetic_configs_match_hf_in_both_layouts(config, seq_len):
+    inv, af = assert_matches_hf(config, seq_len)
+    inv5, af5 = assert_matches_hf(as_v5(config), seq_len)
+    np.testing.assert_array_equal(inv, inv5)
+    assert af == af5
+
+
+def test_every_hf_rope_type_is_covered():
+    covered = {R.rope_parameters(c[1])["rope_type"] for c in CASES}
+    assert set(ROPE_INIT_FUNCTIONS) - {"proportional"} <= covered  # proportional: Gemma 4 only
+    assert set(R.ROPE_TYPES) - {"ntk"} <= covered  # ntk is not in HF: tested against its formula
+
+
+def test_regimes_really_differ():
+    """The cases above would be weak if the regimes coincided: check they do not."""
+    c = {name: config for name, config, _ in CASES}
+    short, _ = R.rope_frequencies(c["longrope-short-none"])
+    long, _ = R.rope_frequencies(c["longrope-long"], seq_len=4097)
+    assert not np.allclose(short, long)
+    below, _ = R.rope_frequencies(c["dynamic-below"], 1000)
+    above, _ = R.rope_frequencies(c["dynamic-above"], 8192)
+    np.testing.assert_array_equal(below, R.rope_frequencies(c["dynamic-none"])[0])
+    assert np.all(above[1:] < below[1:])
+    t, _ = R.rope_frequencies(c["yarn-no-truncate"])
+    c2 = copy.deepcopy(c["yarn-no-truncate"])
+    c2["rope_scaling"]["truncate"] = True
+    assert not np.allclose(t, R.rope_frequencies(c2)[0])
+
+
+def test_ntk_matches_its_formula():
+    for b, s, r in [(1e4, 4.0, 128), (5e5, 8.0, 64), (1e6, 2.0, 96)]:
+        inv, af = R.rope_frequencies(synthetic({"rope_type": "ntk", "factor": s}, head_dim=r, theta=b))
+        b_new = b * s ** (r / (r - 2))
+        np.testing.assert_allclose(inv, naive_theta(b_new, r), rtol=1e-13)
+        assert af == 1.0
+        np.testing.assert_allclose(inv[0], 1.0)
+        np.testing.assert_allclose(naive_theta(b, r)[-1] / inv[-1], s, rtol=1e-12)  # last pair: exactly s
+
+
+def test_deepseek_rotary_dim_is_the_rope_slice():
+    c = load_config("DeepSeek-V3")
+    assert R.rotary_dim(c) == c["qk_rope_head_dim"] == 64
+    assert R.rotary_dim(load_config("Phi-3.5-mini-instruct")) == 3072 // 32
+
+
+# ---------------------------------------------------------------------------------------------
+# The lesson's numbers
+# ---------------------------------------------------------------------------------------------
+
+def near(value, printed, decimals):
+    """``value`` rounds to the printed number (half a unit of the last printed digit)."""
+    return abs(value - printed) <= 0.5 * 10.0 ** -decimals + 1e-9
+
+
+def default_inv(b=1e4, r=128):
+    inv, _ = R.rope_frequencies({"head_dim": r, "rope_theta": b})
+    np.testing.assert_allclose(inv, naive_theta(b, r), rtol=1e-14)
+    return inv
+
+
+def test_example_12_table_and_18_of_64():
+    inv = default_inv()
+    table = {  # pair: theta, wavelength, turns in 4096, max angle trained, angle at 16383
+        0: (1.000e+00, 6.3, 651.90, 4095.00, 16383.00), 8: (3.162e-01, 19.9, 206.15, 1294.95, 5180.76),
+        16: (1.000e-01, 62.8, 65.19, 409.50, 1638.30), 32: (1.000e-02, 628.3, 6.52, 40.95, 163.83),
+        45: (1.540e-03, 4080.2, 1.00, 6.31, 25.23), 46: (1.334e-03, 4711.7, 0.87, 5.46, 21.85),
+        52: (5.623e-04, 11173.3, 0.37, 2.30, 9.21), 63: (1.155e-04, 54410.1, 0.08, 0.47, 1.89)}
+    wl, turns = R.wavelengths(inv), R.turns_within(inv, 4096)
+    trained, target = R.largest_trained_angle(inv, 4096), R.angle_at(inv, 16383)
+    for i, (theta, w, n, a_train, a_target) in table.items():
+        assert float(f"{inv[i]:.3e}") == theta
+        assert near(wl[i], w, 1) and near(turns[i], n, 2)
+        assert near(trained[i], a_train, 2) and near(target[i], a_target, 2)
+    naive_count = sum(2 * math.pi / 1e4 ** (-2 * i / 128) > 4096 for i in range(64))
+    assert R.pairs_never_turning(inv, 4096).size == naive_count == 18
+    assert list(R.pairs_never_turning(inv, 4096)) == list(range(46, 64))
+    assert near(16383 % (2 * math.pi), 2.74, 2)  # "2.74 radians after removing whole turns"
+
+
+def test_example_13_position_interpolation_table():
+    inv = default_inv()
+    s = 16384 / 4096
+    pi, _ = R.rope_frequencies({"head_dim": 128, "rope_theta": 1e4,
+                                "rope_scaling": {"rope_type": "linear", "factor": s}})
+    assert s == 4 and near((16384 - 1) / s, 4095.75, 2)
+    rows = {0: (1.000000, 0.250000, 4095.75, 4095.00), 16: (0.100000, 0.025000, 409.58, 409.50),
+            46: (0.001334, 0.000333, 5.46, 5.46), 63: (0.000115, 0.000029, 0.47, 0.47)}
+    for i, (before, after, at_target, at_train) in rows.items():
+        assert near(inv[i], before, 6) and near(pi[i], after, 6)
+        assert near(R.angle_at(pi, 16383)[i], at_target, 2)
+        assert near(R.largest_trained_angle(inv, 4096)[i], at_train, 2)
+    assert near(R.angle_at(pi, 1)[0], 0.25, 2)  # neighbours now differ by 0.25 rad, not 1.00
+    # The text says every pair's largest angle is now "within a quarter radian" of its trained
+    # maximum. It is within 0.75 * theta_i (position 4095.75 against 4095): 0.75 rad for pair 0,
+    # and under a quarter radian only from pair 8 on.
+    excess = R.angle_at(pi, 16383) - R.largest_trained_angle(inv, 4096)
+    np.testing.assert_allclose(excess, 0.75 * inv, rtol=1e-9)
+    assert near(excess.max(), 0.75, 2) and np.flatnonzero(excess < 0.25)[0] == 8
+
+
+def test_example_14_ntk_base_and_slowdowns():
+    inv = default_inv()
+    assert near(R.ntk_base(1e4, 4, 128), 40889.9, 1)
+    ntk, _ = R.rope_frequencies({"head_dim": 128, "rope_theta": 1e4,
+                                 "rope_scaling": {"rope_type": "ntk", "factor": 4}})
+    rows = {0: (1.0000e+00, 1.000, 16383.00, 4095.00), 16: (7.0323e-02, 1.422, 1152.10, 409.50),
+            32: (4.9453e-03, 2.022, 81.02, 40.95), 46: (4.8462e-04, 2.752, 7.94, 5.46),
+            56: (9.2222e-05, 3.429, 1.51, 1.29), 63: (2.8870e-05, 4.000, 0.47, 0.47)}
+    for i, (theta_new, slowdown, at_target, trained) in rows.items():
+        assert float(f"{ntk[i]:.4e}") == theta_new
+        assert near(inv[i] / ntk[i], slowdown, 3)
+        np.testing.assert_allclose(inv[i] / ntk[i], 4 ** (2 * i / 126), rtol=1e-12)  # s^(2i/(d-2))
+        assert near(R.angle_at(ntk, 16383)[i], at_target, 2)
+        assert near(R.largest_trained_angle(inv, 4096)[i], trained, 2)
+
+
+def test_example_15_yarn_table():
+    low, high = R.yarn_correction_range(32, 1, 128, 1e4, 4096)
+    assert (low, high) == (20, 46)
+    yarn, af = R.rope_frequencies({"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 16384,
+                                   "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                    "original_max_position_embeddings": 4096}})
+    inv = default_inv()
+    ramp = R.yarn_ramp(low, high, 64)
+    rows = {0: (1.000, 1.0000, 6.3), 10: (1.000, 1.0000, 26.5), 20: (1.000, 1.0000, 111.7),
+            25: (0.808, 0.8558, 229.4), 30: (0.615, 0.7115, 471.2), 35: (0.423, 0.5673, 967.6),
+            40: (0.231, 0.4231, 1986.9), 46: (0.000, 0.2500, 4711.7), 55: (0.000, 0.2500, 17206.0),
+            63: (0.000, 0.2500, 54410.1)}
+    for i, (r, ratio, wl) in rows.items():
+        y = (i - 20) / max(0.001, 46 - 20)  # ggml's rope_yarn_ramp, written out
+        naive_ramp = 1 - min(1.0, max(0.0, y))
+        assert ramp[i] == pytest.approx(naive_ramp, abs=1e-15) and near(ramp[i], r, 3)
+        assert near(yarn[i] / inv[i], ratio, 4)
+        np.testing.assert_allclose(yarn[i] / inv[i], 0.25 * (1 - naive_ramp) + naive_ramp, rtol=1e-12)
+        assert near(R.wavelengths(inv)[i], wl, 1)
+    assert near(af, 1.1386, 4) and near(af ** 2, 1.2965, 4)  # mscale at s = 4, scores x mscale^2
+
+
+def test_yarn_band_numbers_from_the_vllm_chapter():
+    d = lambda n, b=1e4, L0=4096: 128 * math.log(L0 / (n * 2 * math.pi)) / (2 * math.log(b))  # noqa: E731
+    assert near(R.yarn_correction_dim(32, 128, 1e4, 4096), 20.94, 2) and near(d(32), 20.94, 2)
+    assert near(R.yarn_correction_dim(1, 128, 1e4, 4096), 45.03, 2)
+    assert R.yarn_correction_range(32, 1, 128, 1e4, 4096) == (20, 46) == (math.floor(d(32)), math.ceil(d(1)))
+    turns = R.turns_within(default_inv(), 4096)
+    for i, printed in zip((20, 21, 45, 46), (36.66, 31.75, 1.00, 0.87)):
+        assert near(turns[i], printed, 2)
+    assert near(R.wavelengths(default_inv())[21], 129, 0) and near(R.wavelengths(default_inv())[45], 4080, 0)
+    # gpt-oss ships truncate: false, keeping the fractional ends
+    lo, hi = R.yarn_correction_range(32, 1, 64, 150_000, 4096, truncate=False)
+    d64 = lambda n: 64 * math.log(4096 / (n * 2 * math.pi)) / (2 * math.log(150_000))  # noqa: E731
+    assert (lo, hi) == pytest.approx((d64(32), d64(1)), rel=1e-14) and lo != int(lo)
+    assert R.yarn_correction_range(32, 1, 64, 150_000, 4096) == (math.floor(lo), math.ceil(hi))
+    ramp = R.yarn_ramp(lo, hi, 32)
+    np.testing.assert_allclose(ramp, 1 - np.clip((np.arange(32) - lo) / (hi - lo), 0, 1), rtol=1e-15)
+    assert R.yarn_correction_range(32, 1, 128, 5e5, 4096) == (14, 32)
+    assert R.yarn_correction_range(32, 1, 128, 5e5, 8192) == (18, 35)
+
+
+def test_mscale_numbers():
+    assert near(R.yarn_mscale(8), 1.2079, 4) and near(R.yarn_mscale(8) ** 2, 1.459, 3)
+    assert near(R.yarn_mscale(4), 1.1386, 4) and near(R.yarn_mscale(4) ** 2, 1.2965, 4)
+    assert near(1 / R.yarn_mscale(8) ** 2, 0.685, 3)  # effective temperature 31.5% lower
+    assert R.yarn_mscale(1) == R.yarn_mscale(0.5) == 1.0
+    # DeepSeek-V3: mscale == mscale_all_dim -> cos/sin factor 1; its attention instead scales
+    # the softmax by yarn_mscale(40, mscale_all_dim)^2
+    assert R.rope_frequencies(load_config("DeepSeek-V3"))[1] == 1.0
+    assert R.yarn_mscale(40, 1.0) == pytest.approx(0.1 * math.log(40) + 1)
+    # Phi-3.5 longrope: sqrt(1 + ln 32 / ln 4096) ~ 1.19, ~1.42 on the score
+    af = R.rope_frequencies(load_config("Phi-3.5-mini-instruct"))[1]
+    assert af == pytest.approx(math.sqrt(1 + math.log(131072 / 4096) / math.log(4096)), rel=1e-15)
+    assert near(af, 1.19, 2) and near(af ** 2, 1.42, 2)
+
+
+def test_slowest_pair_at_base_5e5():
+    inv = default_inv(5e5)
+    assert float(f"{R.wavelengths(inv)[63]:.3g}") == 2.56e6
+    assert near(R.turns_within(inv, 8192)[63], 0.0032, 4)
+    assert near(360 * R.turns_within(inv, 8192)[63], 1.15, 2)  # degrees
+    assert abs(R.turns_within(inv, 8192)[0] - 1300) < 5  # pair 0: "about 1300" turns
+
+
+def test_pair_16_worked_number_and_relative_score():
+    inv = default_inv()
+    assert inv[16] == pytest.approx(0.1, rel=1e-14)
+    q = np.zeros(128)
+    q[16] = 1.0  # pair 16 (NeoX): dims 16 and 80; q = k = (1, 0) before rotation
+    scores = []
+    for m, n in [(5, 3), (105, 103)]:
+        qm = R.apply_rope(q[None], [m], inv)[0]
+        kn = R.apply_rope(q[None], [n], inv)[0]
+        scores.append(float(qm @ kn))
+    assert scores[0] == pytest.approx(math.cos(0.2), abs=1e-7) == pytest.approx(scores[1], abs=1e-7)
+    assert round(scores[0], 7) == 0.9800666
+    assert not np.allclose(R.apply_rope(q[None], [5], inv), R.apply_rope(q[None], [105], inv))
+
+
+def test_llama3_regimes_match_naive_bands():
+    for name in ("Llama-3.1-8B", "Llama-3.2-1B"):
+        c = load_config(name)
+        rs = c["rope_scaling"]
+        inv = naive_theta(c["rope_theta"], R.rotary_dim(c))
+        wl = 2 * math.pi / inv
+        L0 = rs["original_max_position_embeddings"]
+        naive = ["high" if w < L0 / rs["high_freq_factor"] else "low" if w > L0 / rs["low_freq_factor"]
+                 else "medium" for w in wl]
+        labels = R.llama3_regimes(c)
+        assert list(labels) == naive and {"high", "medium", "low"} <= set(labels)
+        scaled, _ = R.rope_frequencies(c)
+        np.testing.assert_allclose(scaled[labels == "high"], inv[labels == "high"], rtol=1e-14)
+        np.testing.assert_allclose(scaled[labels == "low"], inv[labels == "low"] / rs["factor"], rtol=1e-14)
+        mid = labels == "medium"
+        assert np.all((scaled[mid] < inv[mid]) & (scaled[mid] > inv[mid] / rs["factor"]))
+    with pytest.raises(ValueError, match="rope_type"):
+        R.llama3_regimes(load_config("Mistral-7B"))
+
+
+def vllm_rule(config):
+    """vLLM's _get_and_verify_max_len, transcribed from the lesson's excerpt and vLLM's v5 form
+    (rope_parameters possibly nested per layer type); no Gemma 3 exception here."""
+    keys = ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+            "max_sequence_length", "max_seq_length", "seq_len"]
+    derived = min(config[k] for k in keys if config.get(k) is not None)
+    rope_parameters = config.get("rope_scaling") or config.get("rope_parameters")
+    if rope_parameters and not all(isinstance(v, dict) for v in rope_parameters.values()):
+        rope_parameters = {"": rope_parameters}
+    if rope_parameters is not None:
+        scaling_factor = 1.0
+        for rp in rope_parameters.values():
+            rope_type = rp.get("rope_type", rp.get("type", "default"))  # vLLM patches type -> rope_type
+            if rope_type not in ("su", "longrope", "llama3"):
+                scaling_factor = rp.get("factor", scaling_factor)
+                if rope_type == "yarn":
+                    derived = rp["original_max_position_embeddings"]
+        if scaling_factor is None:
+            scaling_factor = 1.0
+        derived *= scaling_factor
+    return int(derived)
+
+
+def test_derived_max_model_len_follows_vllm():
+    expected = {"Llama-3.1-8B": 131072, "Llama-3.2-1B": 131072, "Qwen2.5-7B-Instruct": 131072,
+                "DeepSeek-V3": 163840, "gpt-oss-20b": 131072, "Phi-3.5-mini-instruct": 131072,
+                "Gemma-3-27B": 131072, "Mistral-7B": 32768}
+    for name, n in expected.items():
+        c = load_config(name)
+        assert R.derived_max_model_len(c) == n
+        if name != "Gemma-3-27B":  # vLLM skips Gemma 3 (its 128K is already scaled)
+            assert vllm_rule(c) == n
+    assert vllm_rule(load_config("Gemma-3-27B")) == 8 * 131072  # what the rule alone would say
+    for config, _ in [c[1:] for c in CASES]:
+        assert R.derived_max_model_len(config) == vllm_rule(config)
+        assert R.derived_max_model_len(as_v5(config)) == vllm_rule(config)
+    nested = {"max_position_embeddings": 4096, "head_dim": 64, "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}}}
+    assert R.derived_max_model_len(nested) == vllm_rule(nested) == 8192
+    qwen = load_config("Qwen2.5-7B-Instruct")  # yarn resets to L0 = 32768 before multiplying
+    qwen["max_position_embeddings"] = 131072
+    assert R.derived_max_model_len(qwen) == 32768 * 4
+
+
+# ---------------------------------------------------------------------------------------------
+# apply_rope
+# ---------------------------------------------------------------------------------------------
+
+def naive_rope(x, positions, inv, style, af=1.0):
+    """Rotate each pair by a 2x2 matrix, one position and one pair at a time."""
+    out = np.array(x, dtype=np.float64)
+    h = len(inv)
+    for j, m in enumerate(positions):
+        for i in range(h):
+            a, b = (i, i + h) if style == "neox" else (2 * i, 2 * i + 1)
+            c, s = math.cos(m * inv[i]), math.sin(m * inv[i])
+            xa, xb = x[..., j, a], x[..., j, b]
+            out[..., j, a], out[..., j, b] = af * (c * xa - s * xb), af * (s * xa + c * xb)
+    return out
+
+
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+def test_apply_rope_matches_naive_rotation(style):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 7, 16))
+    positions = [0, 1, 5, 17, 100, 4095, 131071]
+    for inv, af in [(naive_theta(1e4, 16), 1.0), (naive_theta(5e5, 10), 1.3)]:  # full, partial (10 of 16)
+        got = R.apply_rope(x, positions, inv, style=style, attention_factor=af)
+        np.testing.assert_allclose(got, naive_rope(x, positions, inv, style, af), rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got[..., 2 * len(inv):], x[..., 2 * len(inv):])  # tail passes
+    x32 = x.astype(np.float32)
+    assert R.apply_rope(x32, positions, naive_theta(1e4, 16)).dtype == np.float32
+
+
+@given(st.integers(0, 200_000), st.integers(0, 200_000), st.integers(-50_000, 50_000))
+def test_score_depends_only_on_distance(m, n, shift):
+    rng = np.random.default_rng(7)
+    q, k = rng.standard_normal((1, 64)), rng.standard_normal((1, 64))
+    inv = naive_theta(1e4, 64)
+    score = lambda a, b: float(R.apply_rope(q, [a], inv)[0] @ R.apply_rope(k, [b], inv)[0])  # noqa: E731
+    m2, n2 = m + abs(shift), n + abs(shift)
+    assert score(m, n) == pytest.approx(score(m2, n2), abs=1e-9)
+
+
+def test_neox_and_gptj_agree_after_permuting_weight_rows():
+    rng = np.random.default_rng(1)
+    d_model, d, r, n = 32, 24, 16, 9
+    hidden = rng.standard_normal((n, d_model))
+    w_q, w_k = rng.standard_normal((d, d_model)), rng.standard_normal((d, d_model))
+    inv = naive_theta(1e4, r)
+    positions = np.arange(n) * 37
+    # a NeoX checkpoint and the same model converted to GPT-J: q/k weight rows permuted
+    order = np.array([v for i in range(r // 2) for v in (i, i + r // 2)] + list(range(r, d)))
+    np.testing.assert_array_equal(order, R.neox_to_gptj_order(r, d))
+    q_neox = R.apply_rope(hidden @ w_q.T, positions, inv, style="neox")
+    k_neox = R.apply_rope(hidden @ w_k.T, positions, inv, style="neox")
+    q_gptj = R.apply_rope(hidden @ w_q[order].T, positions, inv, style="gptj")
+    k_gptj = R.apply_rope(hidden @ w_k[order].T, positions, inv, style="gptj")
+    np.testing.assert_allclose(q_gptj, q_neox[:, order], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(q_gptj @ k_gptj.T, q_neox @ k_neox.T, rtol=1e-10, atol=1e-10)
+
+
+def test_mixing_up_the_pairing_breaks_things():
+    rng = np.random.default_rng(2)
+    q, k = rng.standard_normal((1, 64)), rng.standard_normal((1, 64))
+    inv = naive_theta(1e4, 64)
+
+    def score(m, n, q_style, k_style):
+        return float(R.apply_rope(q, [m], inv, style=q_style)[0] @ R.apply_rope(k, [n], inv, style=k_style)[0])
+
+    # keys cached under one pairing, queries rotated under the other: the score now depends on
+    # absolute positions, not only on m - n
+    mixed = [score(m, m - 3, "neox", "gptj") for m in (3, 50, 1000, 20000)]
+    assert np.ptp(mixed) > 0.5
+    same = [score(m, m - 3, "neox", "neox") for m in (3, 50, 1000, 20000)]
+    assert np.ptp(same) < 1e-9
+    # GPT-J-laid-out weights run with the NeoX pairing: every score is still relative, but the
+    # frequencies land on the wrong dimensions, so the scores are not the model's ("fluent garbage")
+    order = R.neox_to_gptj_order(64)
+    true = [score(m, 0, "neox", "neox") for m in range(0, 64)]
+    q_g, k_g = q[:, order], k[:, order]
+    wrong = [float(R.apply_rope(q_g, [m], inv)[0] @ R.apply_rope(k_g, [0], inv)[0]) for m in range(0, 64)]
+    assert wrong[0] == pytest.approx(true[0])  # at distance 0 nothing has turned
+    assert np.max(np.abs(np.subtract(wrong, true))) > 1.0
+
+
+def test_apply_rope_rejects_bad_input():
+    inv = naive_theta(1e4, 8)
+    x = np.ones((3, 8))
+    with pytest.raises(ValueError, match="positions"):
+        R.apply_rope(x, [0, 1], inv)
+    with pytest.raises(ValueError, match="inv_freq"):
+        R.apply_rope(x, [0, 1, 2], naive_theta(1e4, 16))
+    with pytest.raises(ValueError, match="style"):
+        R.apply_rope(x, [0, 1, 2], inv, style="gpt-j")
+    with pytest.raises(ValueError, match="attention_factor"):
+        R.apply_rope(x, [0, 1, 2], inv, attention_factor=-1.0)
+    with pytest.raises(ValueError, match="x must"):
+        R.apply_rope(np.ones(8), [0], inv)
+    with pytest.raises(ValueError, match="positions"):
+        R.apply_rope(x, [0, np.nan, 2], inv)
+
+
+# ---------------------------------------------------------------------------------------------
+# cos/sin tables
+# ---------------------------------------------------------------------------------------------
+
+def test_table_131072_within_1e6_of_float64_and_float32_angles_are_not():
+    inv = default_inv(5e5)
+    n = 131072
+    cos, sin = R.cos_sin_table(inv, n)
+    assert cos.dtype == sin.dtype == np.float32 and cos.shape == (n, 64)
+    ref = np.multiply.outer(np.arange(n, dtype=np.float64), inv)
+    assert np.abs(cos - np.cos(ref)).max() <= 1e-6
+    assert np.abs(sin - np.sin(ref)).max() <= 1e-6
+    # the engines' float32 table (HF: inv_freq.float() @ position_ids.float()), near position 131072
+    tail = np.arange(n - 2048, n)
+    angles32 = np.multiply.outer(tail.astype(np.float32), inv.astype(np.float32))
+    err32 = max(np.abs(np.cos(angles32) - np.cos(ref[tail])).max(),
+                np.abs(np.sin(angles32) - np.sin(ref[tail])).max())
+    assert 3e-3 < err32 < 5e-2  # about 1e-2
+    torch_angles = torch.outer(torch.from_numpy(tail).float(), torch.from_numpy(inv).float())
+    assert torch.cos(torch_angles).double().sub(torch.from_numpy(np.cos(ref[tail]))).abs().max() > 3e-3
+
+
+def test_table_applies_attention_factor_and_agrees_with_apply_rope():
+    config = load_config("gpt-oss-20b")
+    inv, af = R.rope_frequencies(config, seq_len=300)
+    cos, sin = R.cos_sin_table(inv, 300, af)
+    ref = np.multiply.outer(np.arange(300.0), inv)
+    np.testing.assert_allclose(cos, af * np.cos(ref), atol=2e-6)
+    x = np.random.default_rng(3).standard_normal((300, 64))
+    h = 32
+    via_table = np.concatenate([x[:, :h] * cos - x[:, h:] * sin, x[:, h:] * cos + x[:, :h] * sin], axis=1)
+    np.testing.assert_allclose(via_table, R.apply_rope(x, np.arange(300), inv, attention_factor=af), atol=1e-5)
+
+
+def test_rope_cos_sin_is_cached_read_only_and_follows_seq_len():
+    config = load_config("Phi-3.5-mini-instruct")
+    a = R.rope_cos_sin(config, 5000)
+    assert R.rope_cos_sin(copy.deepcopy(config), 5000) is a  # cached per (config, length)
+    with pytest.raises(ValueError):
+        a[0][0, 0] = 1.0  # read-only
+    inv_long, af = R.rope_frequencies(config, seq_len=5000)  # > L0 = 4096: long factors
+    np.testing.assert_array_equal(a[0], R.cos_sin_table(inv_long, 5000, af)[0])
+    short = R.rope_cos_sin(config, 100)
+    inv_short, _ = R.rope_frequencies(config, seq_len=100)
+    np.testing.assert_array_equal(short[1], R.cos_sin_table(inv_short, 100, af)[1])
+    assert R.rope_cos_sin(config, 5000, layer_type=None) is a
+    g = load_config("Gemma-3-27B")
+    assert not np.array_equal(R.rope_cos_sin(g, 64)[0], R.rope_cos_sin(g, 64, layer_type="sliding_attention")[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed configs fail loudly; no table ever holds NaN or Inf
+# ---------------------------------------------------------------------------------------------
+
+def cfg(rope, **top):
+    c = {"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 32768}
+    c.update(top)
+    if rope is not None:
+        c["rope_scaling"] = rope
+    return c
+
+
+YARN = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 4096}
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 8192}
+LONGROPE = {"rope_type": "longrope", "long_factor": LONG64, "short_factor": SHORT64,
+            "original_max_position_embeddings": 4096}
+MALFORMED = [  # (id, config, the key the message must name)
+    ("unknown type", cfg({"rope_type": "ntk-by-parts", "factor": 2.0}), "rope_type"),
+    ("type and rope_type disagree", cfg({"rope_type": "linear", "type": "yarn", "factor": 2.0}), "rope_type"),
+    ("linear without factor", cfg({"rope_type": "linear"}), "factor"),
+    ("dynamic without factor", cfg({"type": "dynamic"}), "factor"),
+    ("ntk without factor", cfg({"rope_type": "ntk"}), "factor"),
+    ("llama3 without factor", cfg({k: v for k, v in LLAMA3.items() if k != "factor"}), "factor"),
+    ("yarn without factor", cfg({k: v for k, v in YARN.items() if k != "factor"}), "factor"),
+    ("factor < 1", cfg({"rope_type": "linear", "factor": 0.5}), "factor"),
+    ("yarn factor < 1", cfg({**YARN, "factor": 0.25}), "factor"),
+    ("factor is a string", cfg({"rope_type": "linear", "factor": "8"}), "factor"),
+    ("factor is a bool", cfg({"rope_type": "dynamic", "factor": True}), "factor"),
+    ("factor is NaN", cfg({"rope_type": "linear", "factor": float("nan")}), "factor"),
+    ("factor is inf", cfg({**YARN, "factor": float("inf")}), "factor"),
+    ("llama3 low >= high", cfg({**LLAMA3, "low_freq_factor": 4.0, "high_freq_factor": 4.0}), "low_freq_factor"),
+    ("llama3 low > high", cfg({**LLAMA3, "low_freq_factor": 8.0}), "high_freq_factor"),
+    ("llama3 missing low", cfg({k: v for k, v in LLAMA3.items() if k != "low_freq_factor"}), "low_freq_factor"),
+    ("llama3 missing high", cfg({k: v for k, v in LLAMA3.items() if k != "high_freq_factor"}), "high_freq_factor"),
+    ("llama3 low_freq_factor 0", cfg({**LLAMA3, "low_freq_factor": 0}), "low_freq_factor"),
+    ("llama3 missing L0", cfg({k: v for k, v in LLAMA3.items() if k != "original_max_position_embeddings"}),
+     "original_max_position_embeddings"),
+    ("yarn missing L0", cfg({k: v for k, v in YARN.items() if k != "original_max_position_embeddings"}),
+     "original_max_position_embeddings"),
+    ("yarn L0 not an integer", cfg({**YARN, "original_max_position_embeddings": 4096.5}),
+     "original_max_position_embeddings"),
+    ("beta_fast < beta_slow", cfg({**YARN, "beta_fast": 1.0, "beta_slow": 32.0}), "beta_fast"),
+    ("negative beta", cfg({**YARN, "beta_slow": -1.0}), "beta_slow"),
+    ("negative attention_factor", cfg({**YARN, "attention_factor": -0.5}), "attention_factor"),
+    ("longrope negative attention_factor", cfg({**LONGROPE, "attention_factor": -1.0}), "attention_factor"),
+    ("yarn truncate not a bool", cfg({**YARN, "truncate": "false"}), "truncate"),
+    ("longrope long list too short", cfg({**LONGROPE, "long_factor": LONG64[:-1]}), "long_factor"),
+    ("longrope short list too long", cfg({**LONGROPE, "short_factor": SHORT64 + [1.0]}), "short_factor"),
+    ("longrope missing long list", cfg({k: v for k, v in LONGROPE.items() if k != "long_factor"}), "long_factor"),
+    ("longrope list entry not a number", cfg({**LONGROPE, "long_factor": LONG64[:-1] + ["x"]}), "long_factor"),
+    ("longrope list entry zero", cfg({**LONGROPE, "short_factor": SHORT64[:-1] + [0.0]}), "short_factor"),
+    ("longrope list is a number", cfg({**LONGROPE, "short_factor": 1.0}), "short_factor"),
+    ("odd rotary dim (partial)", cfg(None, head_dim=10, partial_rotary_factor=0.5), "partial_rotary_factor"),
+    ("odd head_dim", cfg(None, head_dim=63), "head_dim"),
+    ("partial_rotary_factor > 1", cfg(None, partial_rotary_factor=1.5), "partial_rotary_factor"),
+    ("partial_rotary_factor 0", cfg(None, partial_rotary_factor=0.0), "partial_rotary_factor"),
+    ("no head dims", {"rope_theta": 1e4}, "head_dim"),
+    ("hidden not divisible", {"hidden_size": 100, "num_attention_heads": 3}, "hidden_size"),
+    ("rope_theta a string", cfg(None, rope_theta="10000"), "rope_theta"),
+    ("rope_theta <= 1", cfg(None, rope_theta=1.0), "rope_theta"),
+    ("v5 rope_theta negative", {"head_dim": 64, "rope_parameters": {"rope_type": "default", "rope_theta": -5.0}},
+     "rope_parameters.rope_theta"),
+    ("rope_scaling not a dict", cfg("yarn"), "rope_scaling"),
+    ("rope_type not a string", cfg({"rope_type": 3, "factor": 2.0}), "rope_type"),
+    ("dynamic without max_position_embeddings",
+     {"head_dim": 64, "rope_theta": 1e4, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+     "max_position_embeddings"),
+    ("both layouts disagree", {**cfg({"rope_type": "linear", "factor": 2.0}),
+                               "rope_parameters": {"rope_type": "linear", "factor": 4.0}}, "factor"),
+    ("ntk at rotary dim 2", cfg({"rope_type": "ntk", "factor": 2.0}, head_dim=2), "rotary dim"),
+]
+
+
+@pytest.mark.parametrize("config, key", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_config_raises_naming_the_key(config, key):
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+        R.rope_frequencies(config)
+
+
+def test_per_layer_rope_parameters_need_a_known_layer_type():
+    config = {"head_dim": 64, "rope_parameters": {"full_attention": {"rope_type": "default"},
+                                                  "sliding_attention": None}}
+    assert R.rope_frequencies(config)[0].shape == (32,)  # full_attention is the default
+    with pytest.raises(ValueError, match="layer_type"):
+        R.rope_frequencies(config, layer_type="chunked_attention")
+    with pytest.raises(ValueError, match="sliding_attention"):
+        R.rope_frequencies(config, layer_type="sliding_attention")  # null: a NoPE layer
+
+
+def test_other_bad_arguments_raise():
+    with pytest.raises(ValueError, match="config"):
+        R.rope_frequencies([("rope_theta", 1e4)])
+    with pytest.raises(ValueError, match="seq_len"):
+        R.rope_frequencies(cfg(None), seq_len=0)
+    with pytest.raises(ValueError, match="seq_len"):
+        R.rope_frequencies(cfg(None), seq_len=1.5)
+    with pytest.raises(ValueError, match="n_positions"):
+        R.cos_sin_table(naive_theta(1e4, 8), 0)
+    with pytest.raises(ValueError, match="config"):
+        R.rope_cos_sin({"head_dim": 8, "rope_theta": float("nan")}, 4)
+    with pytest.raises(ValueError, match="factor"):
+        R.ntk_base(1e4, 0.5, 128)
+    with pytest.raises(ValueError, match="truncate"):
+        R.yarn_correction_range(32, 1, 128, 1e4, 4096, truncate=1)
+
+
+NUMBERS = st.floats(allow_nan=False, allow_infinity=False, min_value=1.0, max_value=1e4)
+ANYTHING = st.one_of(st.none(), st.booleans(), st.text(max_size=3),
+                     st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**5))
+
+
+@st.composite
+def valid_configs(draw):
+    rope_type = draw(st.sampled_from(R.ROPE_TYPES))
+    head_dim = draw(st.sampled_from([4, 8, 32, 64, 96, 128, 256]))
+    prf = draw(st.sampled_from([None, 1.0, 0.5, 0.25]))
+    r = int(head_dim * (prf or 1.0))
+    if r < 4 or r % 2:
+        prf, r = None, head_dim
+    L0 = draw(st.integers(2, 65536))
+    rope = {"rope_type": rope_type, "factor": draw(NUMBERS),
+            "original_max_position_embeddings": L0,
+            "low_freq_factor": 1.0, "high_freq_factor": draw(st.floats(1.001, 64.0)),
+            "long_factor": draw(st.lists(st.floats(1e-3, 1e3), min_size=r // 2, max_size=r // 2)),
+            "short_factor": draw(st.lists(st.floats(1e-3, 1e3), min_size=r // 2, max_size=r // 2)),
+            "beta_fast": draw(st.floats(1.0, 128.0)), "beta_slow": draw(st.floats(0.01, 1.0)),
+            "truncate": draw(st.booleans())}
+    if draw(st.booleans()):
+        rope["mscale"], rope["mscale_all_dim"] = draw(st.floats(0.0, 2.0)), draw(st.floats(0.0, 2.0))
+    config = {"head_dim": head_dim, "rope_theta": draw(st.floats(1.0001, 1e9)),
+              "max_position_embeddings": draw(st.integers(1, 10**7)), "rope_scaling": rope}
+    if prf is not None:
+        config["partial_rotary_factor"] = prf
+    return config
+
+
+@given(valid_configs(), st.one_of(st.none(), st.integers(1, 10**7)))
+def test_property_valid_configs_give_finite_tables(config, seq_len):
+    inv, af = R.rope_frequencies(config, seq_len)
+    assert inv.shape == (R.rotary_dim(config) // 2,)
+    assert np.all(np.isfinite(inv)) and np.all(inv > 0) and math.isfinite(af) and af >= 0
+    cos, sin = R.cos_sin_table(inv, 64, af)
+    assert np.all(np.isfinite(cos)) and np.all(np.isfinite(sin))
+    x = R.apply_rope(np.ones((3, R.rotary_dim(config))), [0, 1000, 10**6], inv, attention_factor=af)
+    assert np.all(np.isfinite(x))
+
+
+@given(valid_configs(), st.sampled_from(["factor", "original_max_position_embeddings", "low_freq_factor",
+                                         "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                                         "attention_factor", "long_factor", "rope_theta", "head_dim",
+                                         "partial_rotary_factor", "max_position_embeddings"]), ANYTHING)
+def test_property_corrupted_configs_raise_or_stay_finite(config, key, value):
+    if key in ("rope_theta", "head_dim", "partial_rotary_factor", "max_position_embeddings"):
+        config[key] = value
+    else:
+        config["rope_scaling"][key] = value
+    try:
+        inv, af = R.rope_frequencies(config, seq_len=8192)
+    except ValueError:
+        return  # loud, as intended
+    assert np.all(np.isfinite(inv)) and np.all(inv > 0) and math.isfinite(af)
+    cos, sin = R.cos_sin_table(inv, 16, af)
+    assert np.all(np.isfinite(cos)) and np.all(np.isfinite(sin))
+
+
+def test_layouts_and_legacy_type_agree():
+    base = cfg(dict(YARN, mscale=0.8, mscale_all_dim=1.0))
+    legacy = cfg({("type" if k == "rope_type" else k): v for k, v in base["rope_scaling"].items()})
+    v5 = as_v5(base)
+    both = {**base, "rope_parameters": dict(base["rope_scaling"])}  # both keys, agreeing
+    results = [R.rope_frequencies(c) for c in (base, legacy, v5, both)]
+    for inv, af in results[1:]:
+        np.testing.assert_array_equal(inv, results[0][0])
+        assert af == results[0][1]
+    assert R.rope_parameters(legacy)["rope_type"] == "yarn"
+    su = cfg({**LONGROPE, "type": "su", "rope_type": None})
+    np.testing.assert_array_equal(R.rope_frequencies(su)[0], R.rope_frequencies(cfg(LONGROPE))[0])
+    assert R.rope_frequencies({"head_dim": 16})[0][1] == pytest.approx(1e4 ** (-2 / 16))  # HF default theta
