@@ -48,6 +48,7 @@ browser: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention_cpu.py
+	$(PY) benchmarks/rope_tables.py
 
 clean-venv:
 	rm -rf $(VENV)
