@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import non_negative_int, positive_int
+
 __all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
            "AttentionInputs", "DEFAULT_BLOCK_Q", "DEFAULT_BLOCK_K"]
 
@@ -31,10 +33,9 @@ DEFAULT_BLOCK_K = 512
 
 
 def _check_mask_args(causal, window, sink_tokens):
-    if window is not None and (isinstance(window, bool) or int(window) != window or window < 1):
-        raise ValueError(f"window must be None or an integer >= 1, got {window!r}")
-    if isinstance(sink_tokens, bool) or int(sink_tokens) != sink_tokens or sink_tokens < 0:
-        raise ValueError(f"sink_tokens must be an integer >= 0, got {sink_tokens!r}")
+    if window is not None:
+        positive_int("window", window)
+    non_negative_int("sink_tokens", sink_tokens)
     if not isinstance(causal, (bool, np.bool_)):
         raise ValueError(f"causal must be True or False, got {causal!r}")
 
@@ -51,9 +52,7 @@ def _visible(p, j, causal, window, sink_tokens):
 
 def attention_mask(nq, nk, *, causal=False, window=None, sink_tokens=0):
     """Boolean (nq, nk): True where query i (at position nk - nq + i) may see key j."""
-    for name, val in (("nq", nq), ("nk", nk)):
-        if isinstance(val, bool) or int(val) != val or val < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {val!r}")
+    nq, nk = positive_int("nq", nq), positive_int("nk", nk)
     if nq > nk:
         raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
     _check_mask_args(causal, window, sink_tokens)
@@ -229,13 +228,8 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     threads, since numpy's elementwise work runs on one core; each head still holds one tile.
     """
     a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
-    for name, b in (("block_q", block_q), ("block_k", block_k)):
-        if isinstance(b, bool) or int(b) != b or b < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {b!r}")
-    if threads is None:
-        threads = os.cpu_count() or 1
-    elif isinstance(threads, bool) or int(threads) != threads or threads < 1:
-        raise ValueError(f"threads must be None or an integer >= 1, got {threads!r}")
+    block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
+    threads = (os.cpu_count() or 1) if threads is None else positive_int("threads", threads)
     dt = _work_dtype(a.q, a.k, a.v)
     hq, nq, d = a.q.shape
     hkv, g = a.k.shape[0], a.group
@@ -248,9 +242,9 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
         kv, gs = part
         _tiled_group(qg[kv, gs].astype(dt, copy=False), k[kv], v[kv],
                      None if sinks is None else sinks[kv, gs], a.scale, causal, window,
-                     sink_tokens, int(block_q), int(block_k), out[kv, gs])
+                     sink_tokens, block_q, block_k, out[kv, gs])
 
-    parts = _split_heads(hkv, g, int(threads))
+    parts = _split_heads(hkv, g, threads)
     if len(parts) == 1:
         run(parts[0])
     else:

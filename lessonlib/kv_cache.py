@@ -24,6 +24,8 @@ from typing import Mapping
 
 import numpy as np
 
+from ._validate import non_negative_int, positive_int
+
 from .traffic import GIB, MIB, score_slice_bytes
 
 __all__ = [
@@ -58,18 +60,6 @@ def _int_key(config, key, *, minimum=1):
     return int(value)
 
 
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _non_negative_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
-
-
 def _kv_heads(cfg):
     if cfg.get("num_key_value_heads") is not None:
         return _int_key(cfg, "num_key_value_heads")
@@ -94,7 +84,7 @@ def _head_dim(cfg):
 def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     """Bytes one layer caches for one token: one llama.cpp cell, one vLLM block slot."""
     cfg = _text_config(config)
-    dtype_bytes = _positive_int("dtype_bytes", dtype_bytes)
+    dtype_bytes = positive_int("dtype_bytes", dtype_bytes)
     if cfg.get("kv_lora_rank") is not None:  # MLA: latent c plus the shared RoPE key
         return (_int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
     h_kv = _kv_heads(cfg)
@@ -123,7 +113,7 @@ def swa_pattern(n, n_layers):
 
     Returns a bool array, True for local layers. ``n = 6`` gives LLLLLG LLLLLG ...
     """
-    n, n_layers = _positive_int("n", n), _positive_int("n_layers", n_layers)
+    n, n_layers = positive_int("n", n), positive_int("n_layers", n_layers)
     il = np.arange(n_layers)
     return il % n < n - 1
 
@@ -202,15 +192,15 @@ def llamacpp_swa_cells(n_ctx, n_swa, *, n_seq=1, n_ubatch=512):
     with ``--kv-unified`` all sequences share the cells as here; without it each sequence gets
     its own stream of cells. With one sequence (the default) the two agree.
     """
-    n_ctx, n_swa = _positive_int("n_ctx", n_ctx), _positive_int("n_swa", n_swa)
-    n_seq, n_ubatch = _positive_int("n_seq", n_seq), _positive_int("n_ubatch", n_ubatch)
+    n_ctx, n_swa = positive_int("n_ctx", n_ctx), positive_int("n_swa", n_swa)
+    n_seq, n_ubatch = positive_int("n_seq", n_seq), positive_int("n_ubatch", n_ubatch)
     return _pad(min(n_ctx, n_swa * n_seq + n_ubatch), LLAMACPP_SWA_PAD)
 
 
 def vllm_full_blocks(max_model_len, block_size=16):
     """``FullAttentionSpec``: ``cdiv(max_model_len, block_size)`` blocks per request."""
-    return _cdiv(_positive_int("max_model_len", max_model_len),
-                 _positive_int("block_size", block_size))
+    return _cdiv(positive_int("max_model_len", max_model_len),
+                 positive_int("block_size", block_size))
 
 
 def vllm_sliding_blocks(max_model_len, sliding_window, block_size=16, *,
@@ -223,11 +213,11 @@ def vllm_sliding_blocks(max_model_len, sliding_window, block_size=16, *,
     The ``+ 1``: the window need not start at a block boundary (block size 4, window [CDEF]
     stored as [XXCD][EF] takes two blocks). W = 4096, block 16, nothing in flight: 257 blocks.
     """
-    max_model_len = _positive_int("max_model_len", max_model_len)
-    W = _positive_int("sliding_window", sliding_window)
-    block_size = _positive_int("block_size", block_size)
-    extra = _non_negative_int("extra_retained_tokens", extra_retained_tokens)
-    in_flight = _non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    max_model_len = positive_int("max_model_len", max_model_len)
+    W = positive_int("sliding_window", sliding_window)
+    block_size = positive_int("block_size", block_size)
+    extra = non_negative_int("extra_retained_tokens", extra_retained_tokens)
+    in_flight = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
     return _cdiv(min(W - 1 + extra + in_flight, max_model_len), block_size) + 1
 
 
@@ -334,11 +324,11 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
-    n_ctx = _positive_int("n_ctx", n_ctx)
-    n_seq, n_ubatch = _positive_int("n_seq", n_seq), _positive_int("n_ubatch", n_ubatch)
-    block_size = _positive_int("block_size", block_size)
-    _non_negative_int("extra_retained_tokens", extra_retained_tokens)
-    _non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    n_ctx = positive_int("n_ctx", n_ctx)
+    n_seq, n_ubatch = positive_int("n_seq", n_seq), positive_int("n_ubatch", n_ubatch)
+    block_size = positive_int("block_size", block_size)
+    non_negative_int("extra_retained_tokens", extra_retained_tokens)
+    non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
     per_cell = kv_bytes_per_token_per_layer(config, dtype_bytes)
     windows = layer_windows(config)
     rule = ENGINES[engine]
@@ -393,7 +383,7 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
     74.19 / 296.75 MiB at -ub 128 / 512.
     """
     cfg = _text_config(config)
-    n_ctx, n_ubatch = _positive_int("n_ctx", n_ctx), _positive_int("n_ubatch", n_ubatch)
+    n_ctx, n_ubatch = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
     heads, vocab = _int_key(cfg, "num_attention_heads"), _int_key(cfg, "vocab_size")
     scores = 0 if flash_attn else score_slice_bytes(n_ubatch, n_ctx, heads=heads, bytes_per_score=4)
     mask = 0 if flash_attn else n_ubatch * n_ctx * 4
@@ -404,7 +394,7 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
 
 def gqa_kv_head(h, hq, hkv):
     """The KV head that query head ``h`` reads: ``h // (hq // hkv)`` (ggml: ik2 = iq2 / rk2)."""
-    hq, hkv = _positive_int("hq", hq), _positive_int("hkv", hkv)
+    hq, hkv = positive_int("hq", hq), positive_int("hkv", hkv)
     if hq % hkv:
         raise ValueError(f"hq={hq} must be a multiple of hkv={hkv}")
     if not 0 <= h < hq:
@@ -414,7 +404,7 @@ def gqa_kv_head(h, hq, hkv):
 
 def gqa_head_map(hq, hkv):
     """Every query head's KV head, as an int array of length ``hq`` (Example 6)."""
-    return np.array([gqa_kv_head(h, hq, hkv) for h in range(_positive_int("hq", hq))])
+    return np.array([gqa_kv_head(h, hq, hkv) for h in range(positive_int("hq", hq))])
 
 
 def _mla_shapes(q, W_UK, c):

@@ -21,20 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import non_negative_int, positive_int
+
 __all__ = ["RingBuffer", "receptive_field", "reachable_distance", "StreamingCache",
            "sink_example_scores", "SinkReadout", "attention_readout", "compare_sink_caches"]
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _non_negative_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
 
 
 # --------------------------------------------------------------------------- Example 9
@@ -49,7 +39,7 @@ class RingBuffer:
     """
 
     def __init__(self, W):
-        self.W = _positive_int("W", W)
+        self.W = positive_int("W", W)
         self.positions = np.full(self.W, -1, dtype=np.int64)  # (W,) position held by each slot
         self.keys = None  # (W, d_k), allocated on the first append
         self.values = None  # (W, d_v)
@@ -82,15 +72,15 @@ class RingBuffer:
 
 def receptive_field(n_layers, W):
     """How far back L stacked windowed layers can carry information: ``L * (W - 1)``."""
-    return _positive_int("n_layers", n_layers) * (_positive_int("W", W) - 1)
+    return positive_int("n_layers", n_layers) * (positive_int("W", W) - 1)
 
 
 def reachable_distance(n_layers, W, n=None):
     """The receptive field counted the slow way: propagate "which positions has the last token
     heard from" through ``n_layers`` applications of the window mask (a check of
     ``receptive_field``). ``n`` defaults to a length long enough to see the whole reach."""
-    n_layers, W = _positive_int("n_layers", n_layers), _positive_int("W", W)
-    n = n_layers * (W - 1) + 2 if n is None else _positive_int("n", n)
+    n_layers, W = positive_int("n_layers", n_layers), positive_int("W", W)
+    n = n_layers * (W - 1) + 2 if n is None else positive_int("n", n)
     p, j = np.arange(n)[:, None], np.arange(n)[None, :]
     mask = (j <= p) & (p - j < W)  # (n, n), the causal sliding-window mask
     heard = np.zeros(n, dtype=bool)
@@ -114,8 +104,8 @@ class StreamingCache:
     """
 
     def __init__(self, n_sink, n_recent):
-        self.n_sink = _non_negative_int("n_sink", n_sink)
-        self.n_recent = _positive_int("n_recent", n_recent)
+        self.n_sink = non_negative_int("n_sink", n_sink)
+        self.n_recent = positive_int("n_recent", n_recent)
         self._positions, self._keys, self._values = [], [], []
         self.next_position = 0
 
@@ -162,7 +152,7 @@ def sink_example_scores(n=20, *, sink_score=6.0, seed=3):
     positions. Position 0 is a heavy sink (score ``sink_score``, value 0); the others draw
     scores from U(0, 2) and values from U(-1, 1), rounded to 2 decimals. Returns
     ``(scores, values)``, both (n,)."""
-    n = _positive_int("n", n)
+    n = positive_int("n", n)
     rng = np.random.default_rng(seed)
     scores, values = rng.uniform(0.0, 2.0, n), np.round(rng.uniform(-1.0, 1.0, n), 2)
     scores[0], values[0] = sink_score, 0.0
@@ -197,7 +187,7 @@ def compare_sink_caches(scores, values, *, n_sink=4, n_recent=8):
     """Example 11's three caches for the last query: all keys, the last ``n_recent`` only,
     and ``n_sink`` sinks plus the last ``n_recent``. Returns three ``SinkReadout`` rows."""
     n = len(scores)
-    n_sink, n_recent = _non_negative_int("n_sink", n_sink), _positive_int("n_recent", n_recent)
+    n_sink, n_recent = non_negative_int("n_sink", n_sink), positive_int("n_recent", n_recent)
     if n_sink + n_recent > n:
         raise ValueError(f"n_sink + n_recent must be <= {n} positions, got {n_sink + n_recent}")
     recent = np.arange(n - n_recent, n)

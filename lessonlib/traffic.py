@@ -13,6 +13,7 @@ window skipping show up in the numbers.
 """
 from dataclasses import dataclass
 
+from ._validate import positive_int
 from .attention import key_blocks
 
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
@@ -20,12 +21,6 @@ __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -41,7 +36,7 @@ class Traffic:
 
 def naive_traffic(n, d):
     """Example 4's count for naive attention of n queries and n keys, head dim d."""
-    n, d = _positive_int("n", n), _positive_int("d", d)
+    n, d = positive_int("n", n), positive_int("d", d)
     reads = 2 * n * d + n * n + (n * n + n * d)  # Q and K; S for the softmax; P and V
     writes = n * n + n * n + n * d  # S, P, O
     return Traffic(reads, writes)
@@ -53,9 +48,9 @@ def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sin
     ``block_k`` defaults to ``block_q`` (the lesson's square tiles). Lengths need not be block
     multiples; blocks that the mask hides completely are not read.
     """
-    n, d = _positive_int("n", n), _positive_int("d", d)
-    block_q = _positive_int("block_q", block_q)
-    block_k = block_q if block_k is None else _positive_int("block_k", block_k)
+    n, d = positive_int("n", n), positive_int("d", d)
+    block_q = positive_int("block_q", block_q)
+    block_k = block_q if block_k is None else positive_int("block_k", block_k)
     reads = n * d  # every query block is loaded once
     for i0 in range(0, n, block_q):
         i1 = min(i0 + block_q, n)
@@ -91,11 +86,11 @@ class ScoreMatrixRow:
 
 def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
     """Example 1's table (defaults: a Llama-3-8B shape with FP32 scores)."""
-    heads, layers = _positive_int("heads", heads), _positive_int("layers", layers)
-    bytes_per_score = _positive_int("bytes_per_score", bytes_per_score)
+    heads, layers = positive_int("heads", heads), positive_int("layers", layers)
+    bytes_per_score = positive_int("bytes_per_score", bytes_per_score)
     rows = []
     for n in lengths:
-        n = _positive_int("n", n)
+        n = positive_int("n", n)
         layer = n * n * heads * bytes_per_score
         rows.append(ScoreMatrixRow(n, n * n, layer, 4 * layer, 4 * layer * layers))
     return rows
@@ -103,8 +98,8 @@ def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
 
 def score_slice_bytes(n_queries, n_keys, *, heads=32, bytes_per_score=4):
     """Bytes of the score matrix for a slice of queries (a -ub micro-batch, or 1 for decode)."""
-    return (_positive_int("n_queries", n_queries) * _positive_int("n_keys", n_keys)
-            * _positive_int("heads", heads) * _positive_int("bytes_per_score", bytes_per_score))
+    return (positive_int("n_queries", n_queries) * positive_int("n_keys", n_keys)
+            * positive_int("heads", heads) * positive_int("bytes_per_score", bytes_per_score))
 
 
 
@@ -133,11 +128,11 @@ def long_context_cost(lengths, *, params, layers, q_dim, kv_bytes_per_token, cau
     """
     if not params > 0:
         raise ValueError(f"params must be > 0, got {params!r}")
-    layers, q_dim = _positive_int("layers", layers), _positive_int("q_dim", q_dim)
-    kv_bytes_per_token = _positive_int("kv_bytes_per_token", kv_bytes_per_token)
+    layers, q_dim = positive_int("layers", layers), positive_int("q_dim", q_dim)
+    kv_bytes_per_token = positive_int("kv_bytes_per_token", kv_bytes_per_token)
     rows = []
     for n in lengths:
-        n = _positive_int("n", n)
+        n = positive_int("n", n)
         attention = 2 * (2.0 * n * n * q_dim) * layers  # two matmuls, 2 n^2 q_dim each
         if causal:
             attention /= 2
