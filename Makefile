@@ -9,7 +9,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval browser bench clean-venv venv
+.PHONY: lab test unit nbval browser bench bench-gpu clean-venv venv
 
 venv: $(STAMP)
 
@@ -49,6 +49,10 @@ browser: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/attention_cpu.py
 	$(PY) benchmarks/rope_tables.py
+
+# Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md).
+bench-gpu: $(STAMP)
+	$(PY) benchmarks/flash_attention_gpu.py
 
 clean-venv:
 	rm -rf $(VENV)
