@@ -52,6 +52,8 @@ def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sin
     block_q = positive_int("block_q", block_q)
     block_k = block_q if block_k is None else positive_int("block_k", block_k)
     reads = n * d  # every query block is loaded once
+    if not causal and window is None:  # no mask: every query block reads all of K and V
+        return Traffic(reads + -(-n // block_q) * 2 * n * d, n * d)
     for i0 in range(0, n, block_q):
         i1 = min(i0 + block_q, n)
         for j0 in key_blocks(i0, i1, n, block_k, causal=causal, window=window,

@@ -38,6 +38,9 @@ def test_tiled_traffic_counts_only_visited_blocks():
     assert causal.reads < dense.reads
     windowed = tiled_traffic(n, d, b, causal=True, window=16, sink_tokens=4)
     assert windowed.reads < causal.reads
+    full = attention_mask(n, n)  # no mask: the closed form must equal the block-by-block count
+    assert dense.reads == n * d + 2 * d * sum(min(b, n - j0) for i0 in range(0, n, b)
+                                              for j0 in range(0, n, b) if full[i0:i0 + b, j0:j0 + b].any())
     # Not a block multiple: the last partial blocks count their real rows.
     assert tiled_traffic(50, 2, 16).reads == 50 * 2 + 4 * 2 * 50 * 2
 

@@ -54,3 +54,14 @@ def close_to(answer, expected, *, rtol=1e-6, atol=0.0):
         return False
     e = np.asarray(expected, dtype=np.float64)
     return a.shape == e.shape and bool(np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=False))
+
+
+def __getattr__(name):
+    """``checks.<topic>`` imports the topic module on first use (nothing runs at package import)."""
+    import importlib
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

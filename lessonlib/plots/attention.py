@@ -8,10 +8,10 @@ style or marker, so the figures stay readable printed in grey.
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 __all__ = [
-    "PALETTE", "STYLES", "draw_curves", "update_curves", "draw_memory_curves",
+    "PALETTE", "STYLES", "fit_log_ylim", "draw_curves", "update_curves", "draw_memory_curves",
     "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms", "draw_value_plane",
     "update_value_plane", "draw_block_map", "update_block_map", "draw_ratio_curves",
     "update_ratio_curves", "BLOCK_SKIPPED", "BLOCK_MASKED", "BLOCK_FULL",
@@ -29,8 +29,8 @@ STYLES = [dict(color=PALETTE["blue"], linestyle="-", marker="o"),
 # Block-map codes (notebook 03): a tile the kernel skips, one it computes with a mask, one it
 # computes without a mask.
 BLOCK_SKIPPED, BLOCK_MASKED, BLOCK_FULL = 0, 1, 2
-_BLOCK_COLOURS = ["#FFFFFF", PALETTE["orange"], PALETTE["blue"]]
-_BLOCK_LABELS = ["skipped (never loaded)", "computed with the mask", "computed, no mask needed"]
+_BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
+_BLOCK_LABELS = ["skipped", "masked", "full"]
 
 
 def _tokens(x, _pos=None):
@@ -47,8 +47,12 @@ def _log2_ticks(ax, x, formatter):
     ax.xaxis.set_minor_locator(NullLocator())
 
 
-def _fit_log_ylim(ax, curves):
-    """Y limits that hold every positive value of the curves, with a margin (log axis)."""
+def fit_log_ylim(ax, curves):
+    """Y limits that hold every positive value of the curves, with a margin (log axis).
+
+    A widget calls it once with the envelope of every slider setting, then updates with
+    ``rescale=False``: fixed limits keep the tick labels (and so the layout) still.
+    """
     ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves])
     ys = ys[np.isfinite(ys) & (ys > 0)]
     if ys.size:
@@ -72,8 +76,10 @@ def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_t
                                   markersize=8, color=style["color"], markeredgecolor="black")
     cursor = ax.axvline(marker_x, color=PALETTE["grey"], linestyle=":", linewidth=1.5)
     ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
+    ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost time on every redraw
     _log2_ticks(ax, x, xformatter)
-    _fit_log_ylim(ax, curves.values())
+    fit_log_ylim(ax, curves.values())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -82,7 +88,7 @@ def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_t
     return {"lines": lines, "markers": markers, "cursor": cursor}
 
 
-def update_curves(ax, artists, curves, *, marker_x):
+def update_curves(ax, artists, curves, *, marker_x, rescale=True):
     """Set new y values (same labels and x as when drawn) and move the markers and cursor."""
     for label, y in curves.items():
         y = np.asarray(y, dtype=float)
@@ -92,29 +98,29 @@ def update_curves(ax, artists, curves, *, marker_x):
         i = int(np.argmin(np.abs(x - marker_x)))
         artists["markers"][label].set_data([x[i]], [y[i]])
     artists["cursor"].set_xdata([marker_x, marker_x])
-    _fit_log_ylim(ax, curves.values())
+    if rescale:
+        fit_log_ylim(ax, curves.values())
 
 
 def draw_memory_curves(ax, lengths, curves_gib, *, marker_n,
-                       title="Score-matrix memory grows with n², the KV cache with n"):
+                       title="Memory: S grows as n², the KV cache as n"):
     """Notebook 01: memory (GiB, log) against context length (tokens, log2)."""
     return draw_curves(ax, lengths, curves_gib, marker_x=marker_n,
-                       xlabel="context length n (tokens)", ylabel="memory (GiB, log scale)",
+                       xlabel="context n (tokens)", ylabel="memory (GiB)",
                        title=title)
 
 
 def draw_flop_curves(ax, lengths, curves_tflop, *, marker_n,
-                     title="Prefill compute: weights grow with n, attention with n²"):
+                     title="Prefill compute"):
     """Notebook 01: prefill FLOPs (TFLOP, log) against context length (tokens, log2)."""
     return draw_curves(ax, lengths, curves_tflop, marker_x=marker_n,
-                       xlabel="context length n (tokens)",
-                       ylabel="prefill compute (TFLOP, log scale)", title=title)
+                       xlabel="context n (tokens)", ylabel="compute (TFLOP)", title=title)
 
 
 # ------------------------------------------------------------------ notebook 02: online softmax
 
 def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
-                       title="The terms inside s, relative to the current max m"):
+                       title="Terms of s: exp(x_j − m)"):
     """Bars of exp(x_j - m) for the keys read so far (their sum is s); unread keys are empty.
 
     ``labels`` name the bars (keys, then the sink if any); ``seen`` is a bool per bar;
@@ -127,13 +133,13 @@ def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
     ax.set_ylim(0, 1.1)
     ax.axhline(1.0, color=PALETTE["grey"], linestyle=":", linewidth=1)
     ax.set_xlabel("key j (score x_j)")
-    ax.set_ylabel("exp(x_j − m)  (1 at the max)")
+    ax.set_ylabel("exp(x_j − m)")
     ax.set_title(title)
-    ax.legend(handles=[Patch(facecolor=PALETTE["blue"], edgecolor="black", label="key read"),
+    ax.legend(handles=[Patch(facecolor=PALETTE["blue"], edgecolor="black", label="read"),
                        Patch(facecolor="white", edgecolor=PALETTE["grey"], linestyle="--",
-                             label="not read yet"),
+                             label="not read"),
                        Patch(facecolor=PALETTE["orange"], edgecolor="black", hatch="//",
-                             label="learned sink (no value)")],
+                             label="sink")],
               loc="upper left", fontsize=8)
     update_softmax_terms(bars, terms, seen=seen, sink_index=sink_index)
     return bars
@@ -156,7 +162,7 @@ def update_softmax_terms(bars, terms, *, seen, sink_index=None):
 
 
 def draw_value_plane(ax, values, path, *, sink_output=None,
-                     title="Output acc / s moves among the value vectors"):
+                     title="Output acc / s among the values"):
     """The 2-D value vectors v_j, the running output after each key, and the sink's output.
 
     ``values`` (n, 2); ``path`` (k, 2) outputs acc/s after keys 0..k-1; ``sink_output`` (2,)
@@ -164,27 +170,27 @@ def draw_value_plane(ax, values, path, *, sink_output=None,
     """
     values = np.asarray(values, dtype=float)
     pts = ax.scatter(values[:, 0], values[:, 1], s=60, marker="s", color=PALETTE["grey"],
-                     edgecolor="black", zorder=2, label="value vectors v_j")
+                     edgecolor="black", zorder=2, label="v_j")
     for j, (a, b) in enumerate(values):
         ax.annotate(f"v{j}", (a, b), textcoords="offset points", xytext=(6, 4), fontsize=9)
     line, = ax.plot([], [], color=PALETTE["blue"], linestyle="-", marker="o", markersize=4,
-                    linewidth=1.5, zorder=3, label="output after each key")
+                    linewidth=1.5, zorder=3, label="after each key")
     current, = ax.plot([], [], linestyle="none", marker="o", markersize=11,
                        color=PALETTE["blue"], markeredgecolor="black", zorder=4,
-                       label="output now (no sink)")
+                       label="output")
     sink, = ax.plot([], [], linestyle="none", marker="*", markersize=15,
                     color=PALETTE["orange"], markeredgecolor="black", zorder=5,
-                    label="output with the sink")
+                    label="with sink")
     ax.plot([0], [0], linestyle="none", marker="+", markersize=10, color="black")
     lo, hi = values.min(axis=0) - 0.5, values.max(axis=0) + 0.5
     ax.set_xlim(min(lo[0], -0.5), hi[0])
     ax.set_ylim(min(lo[1], -0.5), hi[1])
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("value dimension 0")
-    ax.set_ylabel("value dimension 1")
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("value dim 0")
+    ax.set_ylabel("value dim 1")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     artists = {"values": pts, "path": line, "current": current, "sink": sink}
     update_value_plane(artists, path, sink_output=sink_output)
     return artists
@@ -210,11 +216,11 @@ def draw_block_map(ax, codes, *, block, n, title=None):
     """
     image = ax.imshow(np.asarray(codes), cmap=ListedColormap(_BLOCK_COLOURS), vmin=-0.5,
                       vmax=2.5, interpolation="nearest", origin="upper")
-    ax.set_xlabel("key block j (keys jB … jB+B−1)")
-    ax.set_ylabel("query block i (queries iB … iB+B−1)")
+    ax.set_xlabel("key block j")
+    ax.set_ylabel("query block i")
     ax.legend(handles=[Patch(facecolor=c, edgecolor="black", label=lab)
                        for c, lab in zip(_BLOCK_COLOURS, _BLOCK_LABELS)],
-              loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8, frameon=False)
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     update_block_map(ax, image, codes, block=block, n=n, title=title)
     return image
 
@@ -229,30 +235,36 @@ def update_block_map(ax, image, codes, *, block, n, title=None):
     step = max(1, t // 8)
     ax.set_xticks(np.arange(0, codes.shape[1], step))
     ax.set_yticks(np.arange(0, t, step))
-    ax.set_title(title or f"{t} x {codes.shape[1]} tiles of {block} x {block} (n = {n})")
+    # White lines between tiles while there are few enough to see.
+    ax.set_xticks(np.arange(-0.5, codes.shape[1]), minor=True)
+    ax.set_yticks(np.arange(-0.5, t), minor=True)
+    ax.tick_params(which="minor", length=0)
+    if t <= 32:
+        ax.grid(True, which="minor", color="white", linewidth=1.0)
+    else:
+        ax.grid(False, which="minor")
+    ax.grid(False, which="major")
+    ax.set_title(title or f"{t} x {codes.shape[1]} tiles, B = {block}, n = {n}")
     return image
 
 
 def draw_ratio_curves(ax, blocks, curves, *, marker_block, d,
-                      title="Naive / tiled traffic: about 2B/d"):
+                      title="Traffic ratio naive / tiled"):
     """Traffic ratio (naive floats / tiled floats, log) against block size B (log2).
 
     ``curves`` maps labels to ratios per block; a dashed line marks ratio 1 (tiling stops
     paying below it). Returns the same dict as ``draw_curves`` plus ``break_even``.
     """
     artists = draw_curves(ax, blocks, curves, marker_x=marker_block,
-                          xlabel="block size B (queries per tile, = keys per tile)",
-                          ylabel="naive floats / tiled floats (log)", title=title,
+                          xlabel="block size B", ylabel="naive / tiled floats", title=title,
                           xformatter=lambda x, _pos=None: f"{x:g}")
     artists["break_even"] = ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
-    ax.annotate(f"break-even (B = d/2 = {d / 2:g})", (blocks[0], 1.0),
+    ax.annotate("break-even", (blocks[0], 1.0),
                 textcoords="offset points", xytext=(2, 4), fontsize=8)
     ax.get_legend().remove()
     ax.legend(loc="upper left", fontsize=8)
     return artists
 
 
-def update_ratio_curves(ax, artists, curves, *, marker_block):
-    update_curves(ax, artists, curves, marker_x=marker_block)
-    lo, hi = ax.get_ylim()
-    ax.set_ylim(min(lo, 0.5), max(hi, 2.0))
+def update_ratio_curves(ax, artists, curves, *, marker_block, rescale=True):
+    update_curves(ax, artists, curves, marker_x=marker_block, rescale=rescale)

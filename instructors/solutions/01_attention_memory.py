@@ -1,0 +1,21 @@
+"""Reference solutions for notebooks/01_attention_memory.ipynb (for instructors, not students).
+
+Each value is worked from the question's inputs the way a student would, by the formula;
+tests/test_checks_attention.py proves every check accepts it.
+"""
+GIB, MIB = 2 ** 30, 2 ** 20
+
+# Exercise 1: one layer's FP32 score matrix at n = 16,384 with 40 query heads (a 40-layer model).
+# n x n scores per head, 40 heads, 4 bytes: 16384^2 * 40 * 4 = 40 * 2^30 bytes = 40 GiB.
+n, heads = 16384, 40
+score_matrix_gib = n * n * heads * 4 / GIB
+
+# Exercise 2: llama.cpp -c 65536 -ub 256 -fa off on the tiny model (8 query heads, 2 KV heads).
+# The scores are per QUERY head: 256 queries x 65,536 keys x 8 heads x 4 bytes = 512 MiB.
+unfused_scores_mib = 256 * 65536 * 8 * 4 / MIB
+
+# Exercise 3: attention's share of prefill FLOPs at n = 65,536 (Llama 3 8B shape, causal).
+n, params, layers, q_dim = 65536, 8.03e9, 32, 4096
+weights = 2 * params * n                      # 2 FLOPs per parameter per token
+attention = 2 * n * n * q_dim * layers        # Q K^T + P V = 4 n^2 q_dim per layer, halved
+attention_share = attention / (weights + attention)   # about 0.517: past the crossover

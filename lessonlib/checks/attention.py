@@ -1,0 +1,483 @@
+"""Exercise checks for notebooks 01-03 (score-matrix memory, online softmax, tiled attention).
+
+Every check takes the student's answer (``None`` while the stub is unfilled) and returns a
+Verdict: not attempted, correct, or wrong with a hint that names the mistake. The expected
+values are computed by lessonlib; the typical mistakes are recomputed here the wrong way so
+that a hint can say which one was made.
+"""
+import math
+import warnings
+from numbers import Number
+
+import numpy as np
+
+from ..configs import load_config
+from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
+from ..softmax import online_attention_trace, online_softmax_trace
+from ..traffic import GIB, MIB, long_context_cost, naive_traffic, score_matrix_table, tiled_traffic
+from ..attention import key_blocks
+from . import close_to, correct, not_attempted, wrong
+
+__all__ = [
+    "score_matrix_gib", "unfused_scores_mib", "attention_share",
+    "online_softmax_update", "attention_update", "sink_share",
+    "tiled_reads", "causal_skipped_blocks", "small_block_ratio", "QUESTIONS",
+]
+
+# The fixed inputs of each exercise (the notebooks state them in the question).
+QUESTIONS = {
+    "score_matrix_gib": dict(n=16384, heads=40, bytes_per_score=4, layers=40),
+    "unfused_scores_mib": dict(config="tiny-random-qwen2vocab", n_ctx=65536, n_ubatch=256),
+    "attention_share": dict(n=65536, params=8.03e9, layers=32, q_dim=4096,
+                            config="Llama-3.1-8B"),
+    "sink_share": dict(scores=(1.0, 3.0, 2.0, 5.0, 0.5, 4.0), sink_logit=6.0),
+    "tiled_reads": dict(n=100, d=8, block=16),
+    "causal_skipped_blocks": dict(n=300, block=64),
+    "small_block_ratio": dict(n=4096, d=128, block=32),
+}
+
+
+def _as_number(answer):
+    if isinstance(answer, np.ndarray) and answer.ndim == 0:  # e.g. the result of np.sum
+        answer = answer.item()
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (Number, np.number)):
+        return None
+    value = float(answer)
+    return value if math.isfinite(value) else None
+
+
+def _fmt(value, unit):
+    text = f"{value:,.0f}" if value == int(value) and abs(value) >= 1 else f"{value:,.4g}"
+    return f"{text} {unit}" if unit else text
+
+
+def _check_number(name, answer, expected, mistakes, *, unit, rtol=2e-3, generic=""):
+    """Correct within rtol; else the hint of the first typical mistake it matches."""
+    if answer is None:
+        return not_attempted(name)
+    value = _as_number(answer)
+    if value is None:
+        return wrong(name, f"Give one finite number{f' (in {unit})' if unit else ''}, "
+                           f"got {answer!r}.")
+    if math.isclose(value, expected, rel_tol=rtol):
+        return correct(name, f"Correct: {_fmt(expected, unit)}.")
+    for candidate, hint in mistakes:
+        if math.isclose(value, candidate, rel_tol=rtol):
+            return wrong(name, hint)
+    return wrong(name, f"Not {_fmt(value, unit)}. {generic}".strip())
+
+
+# ------------------------------------------------------------------ notebook 01
+
+def score_matrix_gib(answer):
+    """GiB of one layer's score matrix S at n = 16,384 with 40 query heads, FP32 (Example 1)."""
+    q = QUESTIONS["score_matrix_gib"]
+    n, h, b, layers = q["n"], q["heads"], q["bytes_per_score"], q["layers"]
+    row = score_matrix_table([n], heads=h, layers=1, bytes_per_score=b)[0]
+    expected = row.layer_bytes / GIB
+    mistakes = [
+        (expected / h, f"That is one head's matrix: each of the {h} query heads has its own S."),
+        (expected / b, "That counts scores, not bytes: each FP32 score takes 4 bytes."),
+        (row.layer_bytes / 1e9, "Right bytes, wrong unit: 1 GiB is 2**30 bytes, not 10**9."),
+        (expected / 2, "The question's scores are FP32 (4 bytes), not FP16 (2 bytes)."),
+        (n * h * b / GIB, "S holds n x n scores per head, not n: one row per query, one column "
+                          "per key."),
+        (row.traffic_bytes / GIB, "That is the traffic (write S, read S, write P, read P); the "
+                                  "question asks for the size of S once."),
+        (expected * layers, f"That is all {layers} layers; the question asks for one layer."),
+    ]
+    return _check_number("score_matrix_gib", answer, expected, mistakes, unit="GiB",
+                         generic="Count n x n scores per head, times heads, times 4 bytes, "
+                                 "divided by 2**30.")
+
+
+def unfused_scores_mib(answer):
+    """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (Example 5).
+
+    The tiny model has 8 query heads and 2 KV heads.
+    """
+    q = QUESTIONS["unfused_scores_mib"]
+    cfg = load_config(q["config"])
+    buf = llamacpp_compute_buffer(cfg, q["n_ctx"], q["n_ubatch"], flash_attn=False)
+    expected = buf.scores_bytes / MIB
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    mistakes = [
+        (expected * kv_heads / heads, f"You used the {kv_heads} KV heads. GQA shares keys and "
+                                      f"values, but each of the {heads} query heads still has "
+                                      f"its own row of scores."),
+        (expected / heads, "That is one head; the matrix holds a slice for every query head."),
+        (expected / 2, "llama.cpp's unfused path keeps the scores in F32: 4 bytes each."),
+        (expected / 4, "That counts scores, not bytes: F32 is 4 bytes per score."),
+        (expected * q["n_ctx"] / q["n_ubatch"], "A micro-batch holds -ub queries, not n_ctx: "
+                                               "the slice is ub x n_ctx per head."),
+        ((buf.scores_bytes + buf.mask_bytes) / MIB,
+         "That adds the KQ mask (ub x n_ctx x 4 bytes); the question asks for the scores alone."),
+        (buf.logits_bytes / MIB, "That is the logits buffer (ub x vocab x 4), which -fa on "
+                                 "leaves as the largest tensor; the question asks for the scores."),
+        (expected * 1.048576, "Right bytes, wrong unit: 1 MiB is 2**20 bytes, not 10**6."),
+    ]
+    return _check_number("unfused_scores_mib", answer, expected, mistakes, unit="MiB",
+                         generic="Queries x keys x query heads x 4 bytes, divided by 2**20.")
+
+
+def attention_share(answer):
+    """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (Ex. 16)."""
+    q = QUESTIONS["attention_share"]
+    kv = kv_bytes_per_token(load_config(q["config"]))
+    args = dict(params=q["params"], layers=q["layers"], q_dim=q["q_dim"], kv_bytes_per_token=kv)
+    row = long_context_cost([q["n"]], **args)[0]
+    full = long_context_cost([q["n"]], causal=False, **args)[0]
+    expected = row.attention_share
+    one_layer = row.attention_flops / q["layers"]
+    mistakes = [
+        (full.attention_share, "You counted the full n x n matrix: with the causal mask a "
+                               "query sees only earlier keys, which halves Q K^T and P V."),
+        (100 * expected, "Right value, given as a percentage: answer a fraction between 0 "
+                         "and 1."),
+        (row.attention_flops / row.weight_flops, "That is attention / weights; the share is "
+                                                 "attention / (weights + attention)."),
+        (one_layer / (one_layer + row.weight_flops), f"That is one layer's attention: multiply "
+                                                     f"by the {q['layers']} layers."),
+        (1 - expected, "That is the weights' share; the question asks for attention's."),
+    ]
+    return _check_number("attention_share", answer, expected, mistakes, unit="",
+                         generic="weights = 2 x params x n; causal attention = 2 x n^2 x "
+                                 "q_dim x layers; share = attention / (weights + attention).")
+
+
+# ------------------------------------------------------------------ notebook 02
+
+def _call(fn, *args):
+    """Run the student's function quietly; return (result, error message or None)."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return fn(*args), None
+    except OverflowError:
+        return None, ("It overflowed: exp of a large score is too big. Subtract the running "
+                      "max inside every exp.")
+    except Exception as e:  # a student's bug: report it as a hint, not a traceback
+        return None, f"Calling it raised {type(e).__name__}: {e}"
+
+
+def _pair(result):
+    try:
+        m, s = result
+        return float(m), float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+# (state m, s, new score x) probes: a key that raises the max (most mistakes show here), a
+# key below the max, the first key (m = -inf, s = 0), and huge scores where forgetting the max
+# overflows.
+_SOFTMAX_PROBES = [(3.0, 1.1353352832366128, 5.0), (3.0, 1.5032147244080551, 2.0),
+                   (-math.inf, 0.0, 1.0), (1000.0, 1.0, 1001.0)]
+
+
+def _softmax_variants(m, s, x):
+    """The right update and the usual wrong ones, for one probe (NaN where undefined)."""
+    m_new = max(m, x)
+    with np.errstate(all="ignore"):
+        e = lambda z: float(np.exp(np.float64(z)))  # noqa: E731  (inf instead of OverflowError)
+        return {
+            "right": (m_new, s * e(m - m_new) + e(x - m_new)),
+            "no_rescale": (m_new, s + e(x - m_new)),
+            "upside_down": (m_new, s * e(m_new - m) + e(x - m_new)),
+            "rescale_new": (m_new, s + e(x - m_new) * e(m - m_new)),
+            "m_is_x": (x, s * e(m - x) + 1.0),
+            "no_max": (m_new, s + e(x)),
+        }
+
+
+_SOFTMAX_HINTS = {
+    "no_rescale": "When x raises the max, the old s was summed relative to the old m: multiply "
+                  "it by exp(m - m_new) before adding the new term (you forgot to rescale s).",
+    "upside_down": "The rescale factor is upside down: use exp(m - m_new), which is <= 1, "
+                   "not exp(m_new - m).",
+    "rescale_new": "The factor exp(m - m_new) belongs on the old sum s, not on the new term.",
+    "m_is_x": "m must be the running maximum, max(m, x), not the latest score.",
+    "no_max": "Subtract the running max: add exp(x - m_new), not exp(x), which overflows for "
+              "large scores.",
+}
+
+
+def online_softmax_update(update):
+    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (Example 2)."""
+    name = "online_softmax_update"
+    if update is None:
+        return not_attempted(name)
+    if not callable(update):
+        return wrong(name, "Give a function update(m, s, x) that returns (m_new, s_new).")
+    for m, s, x in _SOFTMAX_PROBES:
+        result, error = _call(update, m, s, x)
+        if error:
+            return wrong(name, error)
+        got = _pair(result)
+        if got is None:
+            return wrong(name, f"update({m}, {s:.6g}, {x}) returned {result!r}; return two "
+                               f"numbers (m_new, s_new).")
+        variants = _softmax_variants(m, s, x)
+        if close_to(got, variants["right"], rtol=1e-6):
+            continue
+        if close_to(got[::-1], variants["right"], rtol=1e-6):
+            return wrong(name, "The values are right but swapped: return (m_new, s_new).")
+        for key, hint in _SOFTMAX_HINTS.items():
+            if close_to(got, variants[key], rtol=1e-6):
+                return wrong(name, hint)
+        if not np.isfinite(got[1]):
+            start = "the first key (m = -inf, s = 0)" if m == -math.inf else f"x = {x}"
+            return wrong(name, f"For {start} it gave s = {got[1]}: s must stay a finite sum of "
+                               f"exp(x_j - m) terms, each at most 1.")
+        return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({got[0]:.6g}, {got[1]:.6g}); "
+                           f"expected m_new = max(m, x) and s_new = s * exp(m - m_new) + "
+                           f"exp(x - m_new).")
+    # The probes pass: the whole Example 2 row must come out of the same function.
+    m, s = -math.inf, 0.0
+    for step in online_softmax_trace(QUESTIONS["sink_share"]["scores"]):
+        result, error = _call(update, m, s, step.x)
+        if error or _pair(result) is None:
+            return wrong(name, error or f"Step {step.i} of Example 2 returned {result!r}.")
+        m, s = _pair(result)
+        if not close_to((m, s), (step.m, step.s), rtol=1e-9):
+            return wrong(name, f"Step {step.i} of Example 2 gives m = {m:.6g}, s = {s:.6g}; "
+                               f"expected m = {step.m:g}, s = {step.s:.6f}.")
+    return correct(name, f"Correct: when the max rises the old sum shrinks by exp(m - m_new), "
+                         f"and Example 2's final s = {s:.6f} comes out in one pass.")
+
+
+def _vec(x):
+    try:
+        a = np.asarray(x, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+    return a
+
+
+# (m, s, acc, x, v) probes along Example 3: the first key, a key below the max, a key that
+# raises it.
+_ACC_PROBES = [
+    (-math.inf, 0.0, (0.0, 0.0), 1.0, (1.0, 0.0)),
+    (3.0, 1.1353352832366128, (0.1353352832366127, 1.0), 2.0, (1.0, 1.0)),
+    (3.0, 1.5032147244080551, (0.503214724408055, 1.3678794411714423), 5.0, (2.0, 0.0)),
+]
+
+
+def _acc_variants(m, s, acc, x, v):
+    acc, v = np.asarray(acc, dtype=float), np.asarray(v, dtype=float)
+    m_new = max(m, x)
+    a, w = math.exp(m - m_new), math.exp(x - m_new)
+    s_new = s * a + w
+    w_old = math.exp(x - m) if m > -math.inf else w
+    return {
+        "right": (m_new, s_new, acc * a + w * v),
+        "no_rescale_acc": (m_new, s_new, acc + w * v),
+        "no_rescale_s": (m_new, s + w, acc * a + w * v),
+        "normalised": (m_new, s_new, (acc * a + w * v) / s_new),
+        "old_max_weight": (m_new, s_new, acc * a + w_old * v),
+    }
+
+
+_ACC_HINTS = {
+    "no_rescale_acc": "You rescaled s but not acc: when the max rises, acc was accumulated "
+                      "relative to the old m too, so multiply it by the same exp(m - m_new).",
+    "no_rescale_s": "acc is rescaled, but s is not: both sums were built relative to the old "
+                    "m and both need the factor exp(m - m_new).",
+    "normalised": "You divided by s inside the loop. Keep acc unnormalised and divide by s "
+                  "once, after the last key.",
+    "old_max_weight": "The new key's weight must be exp(x - m_new), relative to the new max.",
+}
+
+
+def attention_update(update):
+    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: Example 3's value accumulator."""
+    name = "attention_update"
+    if update is None:
+        return not_attempted(name)
+    if not callable(update):
+        return wrong(name, "Give a function update(m, s, acc, x, v) returning "
+                           "(m_new, s_new, acc_new).")
+    for m, s, acc, x, v in _ACC_PROBES:
+        result, error = _call(update, m, s, np.array(acc), x, np.array(v))
+        if error:
+            return wrong(name, error)
+        try:
+            gm, gs, gacc = result
+            got = (float(gm), float(gs), _vec(gacc))
+        except (TypeError, ValueError):
+            return wrong(name, f"It returned {result!r}; return three things: "
+                               f"(m_new, s_new, acc_new).")
+        if got[2] is None or got[2].shape != (2,):
+            return wrong(name, "acc_new must be a vector with the value's dimension (2 here).")
+        variants = _acc_variants(m, s, acc, x, v)
+        flat = np.concatenate([[got[0], got[1]], got[2]])
+
+        def same(t):
+            return close_to(flat, np.concatenate([[t[0], t[1]], t[2]]), rtol=1e-6)
+
+        if same(variants["right"]):
+            continue
+        for key, hint in _ACC_HINTS.items():
+            if same(variants[key]):
+                return wrong(name, hint)
+        return wrong(name, f"From m = {m:g}, s = {s:.6f}, acc = {acc} and the key (x = {x}, "
+                           f"v = {v}) expected m = {variants['right'][0]:g}, s = "
+                           f"{variants['right'][1]:.6f}, acc = "
+                           f"{np.round(variants['right'][2], 6).tolist()}.")
+    scores = QUESTIONS["sink_share"]["scores"]
+    values = np.array([[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, -1]], dtype=float)
+    m, s, acc = -math.inf, 0.0, np.zeros(2)
+    for x, v in zip(scores, values):
+        result, error = _call(update, m, s, acc, x, v)
+        if error:
+            return wrong(name, error)
+        m, s, acc = float(result[0]), float(result[1]), np.asarray(result[2], dtype=float)
+    expected = online_attention_trace(scores, values)[-1]
+    if not close_to(acc / s, np.asarray(expected.acc) / expected.s, rtol=1e-9):
+        return wrong(name, f"Over Example 3's six keys acc / s = {np.round(acc / s, 6)}; "
+                           f"expected {np.round(np.asarray(expected.acc) / expected.s, 6)}.")
+    out = ", ".join(f"{o:.6f}" for o in acc / s)
+    return correct(name, f"Correct: Example 3's output ({out}) in one pass.")
+
+
+def sink_share(answer):
+    """Fraction of the weight a learned sink takes from Example 2's six scores.
+
+    The sink's logit (6) is above every score (max 5): it becomes the new maximum.
+    """
+    q = QUESTIONS["sink_share"]
+    x, sink = q["scores"], q["sink_logit"]
+    keys = online_softmax_trace(x)[-1]  # m, s over the keys alone
+    last = online_attention_trace(x, np.zeros((len(x), 1)), sink)[-1]  # m, s with the sink
+    expected = math.exp(sink - last.m) / last.s
+    term_old = math.exp(sink - keys.m)  # the sink's term measured against the keys' max
+    mistakes = [
+        (1.0 / (keys.s + 1.0), f"The sink raises the max from {keys.m:g} to {sink:g}: rescale "
+                               f"s by exp({keys.m:g} - {sink:g}) before adding the sink's "
+                               f"term exp(0) = 1 (you forgot to rescale s)."),
+        (term_old / keys.s, "The sink joins the denominator: divide its term by s including "
+                            "the sink's own term, not by the keys' sum alone."),
+        (1.0, "exp(sink - m) = 1 is the sink's term; its share is that term over the new s."),
+        (1 - expected, "That is the keys' share; the question asks for the sink's."),
+        (100 * expected, "Right value, given as a percentage: answer a fraction between 0 and "
+                         "1."),
+        (math.exp(sink) / keys.s, f"That mixes reference points: s = {keys.s:.6f} is measured "
+                                  f"against m = {keys.m:g}, so the sink's term must be too "
+                                  f"(exp(sink - m)), or rescale everything to the new max."),
+    ]
+    return _check_number("sink_share", answer, expected, mistakes, unit="",
+                         generic="With the sink as one more score: m_new = max(m, sink), "
+                                 "s_new = s * exp(m - m_new) + exp(sink - m_new); the share is "
+                                 "exp(sink - m_new) / s_new.")
+
+
+# ------------------------------------------------------------------ notebook 03
+
+def tiled_reads(answer):
+    """Floats tiled attention reads for n = 100, d = 8, square blocks of 16, no mask (Ex. 4)."""
+    q = QUESTIONS["tiled_reads"]
+    n, d, b = q["n"], q["d"], q["block"]
+    t = tiled_traffic(n, d, b)
+    expected = t.reads
+    kv_per_block = 2 * n * d
+    mistakes = [
+        (n * d + (n // b) * kv_per_block, f"n / B = {n / b:g} is not a whole number of blocks: "
+                                          f"the last, partial query block must be loaded too, "
+                                          f"so use ceil(n / B) = {-(-n // b)}, not floor."),
+        (n * d + n / b * kv_per_block, f"The number of query blocks is ceil(n / B) = "
+                                       f"{-(-n // b)}, not the fraction n / B = {n / b:g}: "
+                                       f"each block streams all of K and V."),
+        (expected - n * d, "Add the queries: each query block is loaded once, n x d floats in "
+                           "total."),
+        (n * d + -(-n // b) * n * d, "Each key row brings a K row and a V row: 2 x d floats, "
+                                     "not d."),
+        (t.total, "That includes the writes of O; the question asks for reads only."),
+        (naive_traffic(n, d).reads, "That is the naive count (it reads S and P back); the "
+                                    "question asks for the tiled one."),
+        (n * d + -(-n // b) * -(-n // b) * 2 * b * d,
+         f"The last key block holds only n - {n // b}B = {n % b} rows: count the real rows, "
+         f"not full blocks."),
+    ]
+    return _check_number("tiled_reads", answer, expected, mistakes, unit="floats", rtol=1e-9,
+                         generic="reads = n d (queries, once) + ceil(n / B) x 2 n d (all K and "
+                                 "V rows per query block).")
+
+
+def _expected_skipped(n, b):
+    t = -(-n // b)
+    visited = {(i0 // b, j0 // b) for i0 in range(0, n, b)
+               for j0 in key_blocks(i0, min(i0 + b, n), n, b, causal=True)}
+    return {(i, j) for i in range(t) for j in range(t)} - visited, t
+
+
+def causal_skipped_blocks(answer):
+    """The (query block, key block) pairs a causal tiled kernel skips, n = 300, B = 64.
+
+    300 is not a multiple of 64: there are ceil(300 / 64) = 5 blocks, the last one partial.
+    """
+    name = "causal_skipped_blocks"
+    q = QUESTIONS[name]
+    if answer is None:
+        return not_attempted(name)
+    expected, t = _expected_skipped(q["n"], q["block"])
+    if isinstance(answer, (Number, np.number)) and not isinstance(answer, bool):
+        if answer == len(expected):
+            return wrong(name, f"Right count ({len(expected)}); now list the pairs (i, j).")
+        return wrong(name, f"Give the set of skipped (query block, key block) pairs, not a "
+                           f"count (and {answer} is not the count either).")
+    try:
+        got = {(int(i), int(j)) for i, j in answer}
+    except (TypeError, ValueError):
+        return wrong(name, "Give a set of (query block, key block) pairs, e.g. {(0, 3), ...}.")
+    if got == expected:
+        return correct(name, f"Correct: {len(expected)} of {t * t} tiles lie entirely after "
+                             f"the diagonal and are never loaded.")
+    if not got:
+        return wrong(name, "Nothing skipped is what the no-mask kernel does. With the causal "
+                           "mask, a tile whose keys all come after its queries is hidden "
+                           "entirely: skip it.")
+    diagonal = {(i, i) for i in range(t)}
+    if got == expected | diagonal:
+        return wrong(name, "The diagonal tiles must be computed: each query sees itself and "
+                           "the keys before it in that tile (the mask hides only part of it).")
+    floor_t = q["n"] // q["block"]
+    if floor_t < t and got == {(i, j) for i, j in expected if j < floor_t}:
+        return wrong(name, f"n / B = {q['n'] / q['block']:g}: there are ceil(n / B) = {t} "
+                           f"blocks, the last one partial. Its key block is hidden from every "
+                           f"earlier query block too.")
+    if got == {(j, i) for i, j in expected}:
+        return wrong(name, "Those are the tiles before the diagonal (key block < query block), "
+                           "which are fully visible. A query never sees later keys: skip "
+                           "j > i.")
+    outside = {(i, j) for i, j in got if not (0 <= i < t and 0 <= j < t)}
+    if outside:
+        return wrong(name, f"Blocks are numbered 0..{t - 1} (ceil(n / B) = {t}); "
+                           f"{sorted(outside)} do not exist.")
+    missing, extra = sorted(expected - got), sorted(got - expected)
+    parts = []
+    if extra:
+        parts.append(f"{extra} hold keys at or before some query in the block: they must run")
+    if missing:
+        parts.append(f"{len(missing)} hidden tile(s) are missing")
+    return wrong(name, "; ".join(parts) + ". A tile (i, j) is skipped when its first key "
+                                          "j B comes after its last query i B + B - 1.")
+
+
+def small_block_ratio(answer):
+    """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, Example 4)."""
+    q = QUESTIONS["small_block_ratio"]
+    n, d, b = q["n"], q["d"], q["block"]
+    naive, tiled = naive_traffic(n, d).total, tiled_traffic(n, d, b).total
+    expected = naive / tiled
+    mistakes = [
+        (2 * b / d, f"2B/d = {2 * b / d:g} is the estimate that ignores the n d terms; the "
+                    f"question asks for the exact counts (naive 4n^2 + 4nd, tiled 2nd + "
+                    f"ceil(n/B) 2nd)."),
+        (tiled / naive, "Upside down: the ratio is naive / tiled."),
+        (naive / (tiled - 2 * n * d), "Tiled also reads Q once and writes O once (2 n d "
+                                      "floats)."),
+        (4 * n * n / tiled, "Naive also moves Q, K, V and O (4 n d floats), not only S and P."),
+    ]
+    return _check_number("small_block_ratio", answer, expected, mistakes, unit="",
+                         rtol=1e-3, generic="Divide naive_traffic(n, d).total by "
+                                            "tiled_traffic(n, d, B).total, or the formulas.")

@@ -1,0 +1,316 @@
+"""Widgets for notebooks 01-03: score-matrix memory and FLOPs, online softmax, tiled attention.
+
+Each factory computes with lessonlib (traffic, kv_cache, softmax, attention), draws with
+``lessonlib.plots.attention`` and returns an ``Explorer`` with three more attributes:
+``axes``, ``artists`` (updated in place by every slider move) and ``data`` (what the last
+redraw computed, for tests and curious students). ``explorer.readout`` is the text a test reads.
+"""
+import ipywidgets as widgets
+import numpy as np
+
+from ..attention import attention_mask, key_blocks
+from ..configs import load_config
+from ..kv_cache import kv_bytes_per_token
+from ..plots import attention as plots
+from ..softmax import online_attention_row, online_attention_trace
+from ..traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
+                       score_slice_bytes, tiled_traffic)
+from ._base import Explorer, new_figure
+
+__all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
+           "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS"]
+
+LLAMA3_8B_PARAMS = 8.03e9  # Example 16's parameter count for the Llama 3 8B shape
+EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # Examples 2 and 3
+EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # Example 3
+
+
+def _freeze_layout(fig):
+    """Lay the figure out once and keep it: later redraws only draw.
+
+    Constrained layout, then matplotlib's automatic placement of axis labels and titles, would
+    otherwise be recomputed from every tick label's extent on every redraw (more than half
+    of a redraw's time). One full draw places everything; its positions are then fixed.
+    Slider moves keep axis limits, so nothing needs to move.
+    """
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            label = axis.label
+            anchor = label.get_transform().transform(label.get_position())  # display coords
+            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
+        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
+
+
+def _slider_layout(width="330px"):
+    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
+
+
+# ------------------------------------------------------------------ notebook 01
+
+def _memory_data(lengths, heads, cfg):
+    """Curves (GiB and TFLOP per length) and the rows the readout quotes."""
+    layers, head_dim = cfg["layers"], cfg["head_dim"]
+    rows = score_matrix_table(lengths, heads=heads, layers=layers, bytes_per_score=4)
+    costs = long_context_cost(lengths, params=cfg["params"], layers=layers,
+                              q_dim=heads * head_dim, kv_bytes_per_token=cfg["kv_bytes"])
+    ub = cfg["n_ubatch"]
+    memory = {
+        "S, whole prompt": [r.layer_bytes / GIB for r in rows],  # one layer, n x n
+        f"S, -ub {ub} slice": [score_slice_bytes(min(ub, n), n, heads=heads) / GIB
+                               for n in lengths],
+        "S, decode row": [score_slice_bytes(1, n, heads=heads) / GIB for n in lengths],
+        "KV cache (F16)": [c.kv_bytes / GIB for c in costs],  # all layers
+    }
+    flops = {"weights": [c.weight_flops / 1e12 for c in costs],
+             "attention (causal)": [c.attention_flops / 1e12 for c in costs]}
+    return memory, flops, rows, costs
+
+
+def _memory_readout(n, heads, cfg, row, cost):
+    ub = cfg["n_ubatch"]
+    q_dim = heads * cfg["head_dim"]
+    crossover = cfg["params"] / (q_dim * cfg["layers"])  # 2 P n = 2 n^2 q_dim L
+    return "\n".join([
+        f"n = {n:,} tokens, {heads} query heads x d = {cfg['head_dim']} "
+        f"(q_dim = {q_dim:,}), {cfg['layers']} layers, FP32 scores",
+        f"score matrix S, one layer:   {row.layer_bytes / GIB:12,.2f} GiB"
+        f"   (write+read S and P: {row.traffic_bytes / GIB:,.2f} GiB; "
+        f"all layers: {row.model_traffic_bytes / GIB:,.0f} GiB)",
+        f"-ub {ub} slice, one layer:    "
+        f"{score_slice_bytes(min(ub, n), n, heads=heads) / GIB:12,.3f} GiB",
+        f"decode row, one layer:       {score_slice_bytes(1, n, heads=heads) / MIB:12,.3f} MiB",
+        f"KV cache, all layers (F16):  {cost.kv_bytes / GIB:12,.2f} GiB"
+        f"   ({cfg['kv_bytes']:,} bytes/token, independent of the query heads)",
+        f"prefill: weights {cost.weight_flops / 1e12:,.1f} TFLOP, attention "
+        f"{cost.attention_flops / 1e12:,.1f} TFLOP "
+        f"= {100 * cost.attention_share:.1f}% of the total",
+        f"attention overtakes the weights at n = params / (q_dim x layers) = {crossover:,.0f}",
+    ])
+
+
+def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, heads=None,
+                    n_ubatch=512, lengths=tuple(2 ** k for k in range(10, 18))):
+    """Sliders for context length n and query heads redraw memory (GiB) and FLOP curves.
+
+    The model shape (layers, head dim, KV bytes per token) comes from ``config`` (a name for
+    ``load_config`` or a dict); ``params`` is the parameter count (config.json does not hold
+    it). The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
+    the score matrix and attention FLOPs scale with it, the weights and the KV cache do not.
+    """
+    c = load_config(config) if isinstance(config, str) else dict(config)
+    q_heads = int(c["num_attention_heads"])
+    cfg = dict(layers=int(c["num_hidden_layers"]), params=float(params), n_ubatch=int(n_ubatch),
+               head_dim=int(c.get("head_dim") or c["hidden_size"] // q_heads),
+               kv_bytes=kv_bytes_per_token(c))
+    lengths = [int(x) for x in lengths]
+    if n not in lengths:
+        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
+    controls = {
+        "n": widgets.SelectionSlider(options=[(f"{x:,}", x) for x in lengths], value=n,
+                                     description="context n (tokens)", **_slider_layout()),
+        "heads": widgets.IntSlider(value=heads or q_heads, min=4, max=128, step=4,
+                                   description="query heads", **_slider_layout()),
+    }
+    fig, (ax_mem, ax_flop) = new_figure(figsize=(10, 4.2), ncols=2)
+    memory, flops, _, _ = _memory_data(lengths, controls["heads"].value, cfg)
+    artists = {"memory": plots.draw_memory_curves(ax_mem, lengths, memory, marker_n=n),
+               "flops": plots.draw_flop_curves(ax_flop, lengths, flops, marker_n=n)}
+    lo, hi = (_memory_data(lengths, h, cfg) for h in (controls["heads"].min,
+                                                      controls["heads"].max))
+    plots.fit_log_ylim(ax_mem, list(lo[0].values()) + list(hi[0].values()))
+    plots.fit_log_ylim(ax_flop, list(lo[1].values()) + list(hi[1].values()))
+    _freeze_layout(fig)
+    state = {}
+
+    def redraw(n, heads):
+        memory, flops, rows, costs = _memory_data(lengths, heads, cfg)
+        plots.update_curves(ax_mem, artists["memory"], memory, marker_x=n, rescale=False)
+        plots.update_curves(ax_flop, artists["flops"], flops, marker_x=n, rescale=False)
+        i = lengths.index(n)
+        state.update(memory=memory, flops=flops, row=rows[i], cost=costs[i])
+        return _memory_readout(n, heads, cfg, rows[i], costs[i])
+
+    explorer = Explorer(controls, fig, redraw)
+    explorer.axes, explorer.artists, explorer.data = (ax_mem, ax_flop), artists, state
+    return explorer
+
+
+# ------------------------------------------------------------------ notebook 02
+
+def _softmax_state(scores, values, k, sink_logit):
+    """Everything the figure and readout show after reading the first k keys (and the sink)."""
+    trace = online_attention_trace(scores[:k], values[:k])
+    last = trace[-1]
+    # One-hot values turn the attention row into the weight each key (and the sink) gets.
+    weights = online_attention_row(scores[:k], np.eye(k))
+    path = [np.asarray(st.acc) / st.s for st in trace]
+    state = dict(trace=trace, terms=list(weights * last.s), path=path, sink=None)
+    prev_m = trace[-2].m if k > 1 else -np.inf
+    state["rescale"] = float(np.exp(prev_m - last.m)) if prev_m > -np.inf else None
+    if sink_logit is not None:
+        with_sink = online_attention_trace(scores[:k], values[:k], sink_logit)[-1]
+        w = online_attention_row(scores[:k], np.eye(k), sink_logit)
+        state["sink"] = dict(step=with_sink, weights=w, share=1.0 - float(w.sum()),
+                             output=online_attention_row(scores[:k], values[:k], sink_logit),
+                             terms=list(w * with_sink.s) + [(1.0 - float(w.sum())) * with_sink.s])
+    return state
+
+
+def _softmax_readout(scores, k, st):
+    last = st["trace"][-1]
+    out = st["path"][-1]
+    lines = [f"after key {k - 1} (x = {scores[k - 1]:g}): m = {last.m:g}, s = {last.s:.6f}"]
+    if st["rescale"] is None:
+        lines.append("first key: s starts from 0, so nothing to rescale")
+    elif st["rescale"] < 1.0:
+        lines.append(f"the max rose: old s and acc were multiplied by exp(m_old - m_new) = "
+                     f"{st['rescale']:.6f}")
+    else:
+        lines.append("the max did not change: the new term was simply added")
+    lines.append(f"acc = ({', '.join(f'{a:.4f}' for a in last.acc)}), output acc / s = "
+                 f"({', '.join(f'{o:.6f}' for o in out)})")
+    if st["sink"] is not None:
+        sk = st["sink"]
+        lines.append(f"with the sink: s = {sk['step'].s:.6f}, the sink takes "
+                     f"{100 * sk['share']:.1f}% of the weight, output = "
+                     f"({', '.join(f'{o:.6f}' for o in sk['output'])})")
+    else:
+        lines.append("no sink: the weights of the keys add up to 1")
+    return "\n".join(lines)
+
+
+def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sink_logit=4.5):
+    """Step through the one-pass rule key by key; switch a learned sink on and off.
+
+    Left: the terms exp(x_j - m) that make up s (they shrink when the max rises). Right: the
+    running output acc / s among the 2-D value vectors, and where the sink pulls it.
+    """
+    scores = np.asarray(scores, dtype=float)
+    values = np.asarray(values, dtype=float)
+    n = len(scores)
+    if values.shape != (n, 2):
+        raise ValueError(f"values must have shape ({n}, 2) to draw them, got {values.shape}")
+    controls = {
+        "keys": widgets.IntSlider(value=n, min=1, max=n, description="keys read",
+                                  **_slider_layout("260px")),
+        "sink": widgets.Checkbox(value=False, description="learned sink",
+                                 layout=widgets.Layout(width="150px")),
+        "sink_logit": widgets.FloatSlider(value=sink_logit, min=-2.0, max=8.0, step=0.5,
+                                          description="sink logit", **_slider_layout("260px")),
+    }
+    fig, (ax_terms, ax_plane) = new_figure(figsize=(10, 4.2), ncols=2)
+    labels = [f"{j}\n({x:g})" for j, x in enumerate(scores)] + ["sink"]
+    artists = {"terms": plots.draw_softmax_terms(ax_terms, labels, np.zeros(n + 1),
+                                                 seen=[False] * (n + 1), sink_index=n),
+               "plane": plots.draw_value_plane(ax_plane, values, values[:1])}
+    _freeze_layout(fig)
+    state = {}
+
+    def redraw(keys, sink, sink_logit):
+        st = _softmax_state(scores, values, keys, sink_logit if sink else None)
+        terms = st["sink"]["terms"] if sink else st["terms"] + [0.0]
+        terms = list(terms[:keys]) + [0.0] * (n - keys) + [terms[-1] if sink else 0.0]
+        seen = [j < keys for j in range(n)] + [bool(sink)]
+        plots.update_softmax_terms(artists["terms"], terms, seen=seen, sink_index=n)
+        plots.update_value_plane(artists["plane"], st["path"],
+                                 sink_output=st["sink"]["output"] if sink else None)
+        state.clear()
+        state.update(st, bar_heights=terms)
+        return _softmax_readout(scores, keys, st)
+
+    explorer = Explorer(controls, fig, redraw)
+    explorer.axes, explorer.artists, explorer.data = (ax_terms, ax_plane), artists, state
+    return explorer
+
+
+# ------------------------------------------------------------------ notebook 03
+
+def block_map(n, block, *, causal=True):
+    """(T, T) codes per (query block, key block): skipped, computed with a mask, or full.
+
+    "Visited" is the plan ``attention.key_blocks`` gives the tiled kernel; "full" means the
+    mask hides nothing inside the tile.
+    """
+    t = -(-n // block)
+    starts = np.arange(0, n, block)
+    mask = attention_mask(n, n, causal=causal)  # (n, n)
+    all_visible = np.logical_and.reduceat(np.logical_and.reduceat(mask, starts, axis=0),
+                                          starts, axis=1)  # (T, T)
+    codes = np.full((t, t), plots.BLOCK_SKIPPED)
+    for i, i0 in enumerate(starts):
+        for j0 in key_blocks(i0, min(i0 + block, n), n, block, causal=causal):
+            codes[i, j0 // block] = plots.BLOCK_FULL if all_visible[i, j0 // block] \
+                else plots.BLOCK_MASKED
+    return codes
+
+
+def _tiled_data(n, d, block, causal, blocks):
+    naive = naive_traffic(n, d).total
+    curves = {"no mask": [naive / tiled_traffic(n, d, b).total for b in blocks],
+              "causal": [naive / tiled_traffic(n, d, b, causal=True).total for b in blocks],
+              "2B/d": [2 * b / d for b in blocks]}
+    tiled = tiled_traffic(n, d, block, causal=causal)
+    return dict(codes=block_map(n, block, causal=causal), curves=curves, naive=naive,
+                tiled=tiled, ratio=naive / tiled.total)
+
+
+def _tiled_readout(n, d, block, causal, data):
+    codes = data["codes"]
+    t = codes.shape[0]
+    skipped = int((codes == plots.BLOCK_SKIPPED).sum())
+    masked = int((codes == plots.BLOCK_MASKED).sum())
+    return "\n".join([
+        f"n = {n:,}, d = {d}, B = {block}: ceil(n / B) = {t} query blocks x {t} key blocks "
+        f"= {t * t} tiles" + ("" if n % block == 0 else f" (last block holds {n % block} rows)"),
+        f"{'causal' if causal else 'no mask'}: {t * t - skipped} tiles computed "
+        f"({masked} of them need the mask), {skipped} skipped "
+        f"({100 * skipped / (t * t):.1f}%)",
+        f"floats moved per head: naive {data['naive']:,}, tiled {data['tiled'].total:,} "
+        f"(reads {data['tiled'].reads:,}, writes {data['tiled'].writes:,})",
+        f"ratio naive / tiled = {data['ratio']:.2f}; estimate 2B/d = {2 * block / d:.2f}"
+        + ("  (tiling moves MORE floats than naive here)" if data["ratio"] < 1 else ""),
+        f"score buffer n^2 = {n * n:,} floats; one tile B^2 = {block * block:,} floats",
+    ])
+
+
+def tiled_explorer(*, n=512, d=128, block=64, causal=True,
+                   blocks=(16, 32, 64, 128, 256, 512)):
+    """A block-size slider: which (query, key) tiles run or are skipped, and the traffic ratio.
+
+    Left: the tile grid of one head (skipped / masked / full). Right: naive / tiled floats
+    against B for the current n and d, with and without the causal mask, beside 2B/d.
+    """
+    blocks = [int(b) for b in blocks]
+    controls = {
+        "block": widgets.SelectionSlider(options=blocks, value=block,
+                                         description="block size B", **_slider_layout("280px")),
+        "n": widgets.IntSlider(value=n, min=64, max=2048, step=64, description="tokens n",
+                               **_slider_layout("280px")),
+        "causal": widgets.Checkbox(value=causal, description="causal mask",
+                                   layout=widgets.Layout(width="150px")),
+    }
+    fig, (ax_map, ax_ratio) = new_figure(figsize=(10, 4.6), ncols=2)
+    data = _tiled_data(n, d, block, causal, blocks)
+    artists = {"map": plots.draw_block_map(ax_map, data["codes"], block=block, n=n),
+               "ratio": plots.draw_ratio_curves(ax_ratio, blocks, data["curves"],
+                                                marker_block=block, d=d)}
+    envelope = [c for size in (controls["n"].min, controls["n"].max)
+                for c in _tiled_data(size, d, block, causal, blocks)["curves"].values()]
+    plots.fit_log_ylim(ax_ratio, envelope)
+    _freeze_layout(fig)
+    state = {}
+
+    def redraw(block, n, causal):
+        data = _tiled_data(n, d, block, causal, blocks)
+        plots.update_block_map(ax_map, artists["map"], data["codes"], block=block, n=n)
+        plots.update_ratio_curves(ax_ratio, artists["ratio"], data["curves"], marker_block=block,
+                                  rescale=False)
+        state.clear()
+        state.update(data)
+        return _tiled_readout(n, d, block, causal, data)
+
+    explorer = Explorer(controls, fig, redraw)
+    explorer.axes, explorer.artists, explorer.data = (ax_map, ax_ratio), artists, state
+    return explorer

@@ -1,0 +1,285 @@
+"""The exercise checks of notebooks 01-03: the stub is "not attempted", the instructors'
+reference solution is correct, and each typical mistake gets the hint that names it."""
+import importlib.util
+import math
+import os
+
+import numpy as np
+import pytest
+
+from lessonlib.checks import NOT_ATTEMPTED
+from lessonlib.checks import attention as checks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def solution(name):
+    path = os.path.join(ROOT, "instructors", "solutions", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"solution_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+S1, S2, S3 = (solution(n) for n in
+              ("01_attention_memory", "02_online_softmax", "03_tiled_attention"))
+
+ALL = {
+    "score_matrix_gib": S1.score_matrix_gib,
+    "unfused_scores_mib": S1.unfused_scores_mib,
+    "attention_share": S1.attention_share,
+    "online_softmax_update": S2.online_softmax_update,
+    "attention_update": S2.attention_update,
+    "sink_share": S2.sink_share,
+    "tiled_reads": S3.tiled_reads,
+    "causal_skipped_blocks": S3.causal_skipped_blocks,
+    "small_block_ratio": S3.small_block_ratio,
+}
+
+
+def assert_wrong(verdict, *fragments):
+    assert verdict.ok is False, verdict
+    for f in fragments:
+        assert f.lower() in verdict.message.lower(), (f, verdict.message)
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_stub_is_not_attempted(name):
+    verdict = getattr(checks, name)(None)
+    assert verdict.ok is None
+    assert verdict.message == NOT_ATTEMPTED
+    assert repr(verdict).startswith(f"[{name}: not attempted]")
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_reference_solution_is_correct(name):
+    verdict = getattr(checks, name)(ALL[name])
+    assert verdict.ok is True, verdict
+    assert bool(verdict)
+
+
+@pytest.mark.parametrize("name", ["score_matrix_gib", "unfused_scores_mib", "attention_share",
+                                  "sink_share", "tiled_reads", "small_block_ratio"])
+def test_numeric_checks_reject_non_numbers_and_strangers(name):
+    check = getattr(checks, name)
+    assert_wrong(check("128"), "number")
+    assert_wrong(check(float("nan")), "number")
+    assert_wrong(check(ALL[name] * 1.37), "not")
+
+
+# ------------------------------------------------------------------ notebook 01
+
+def test_score_matrix_gib_expected_value_and_mistakes():
+    n, h = 16384, 40
+    assert checks.score_matrix_gib(40).ok is True  # 16384^2 x 40 x 4 / 2^30
+    assert checks.score_matrix_gib(np.float32(40.0)).ok is True
+    assert checks.score_matrix_gib(np.array(40.0)).ok is True  # a 0-d array is a number
+    assert_wrong(checks.score_matrix_gib(1), "one head")
+    assert_wrong(checks.score_matrix_gib(10), "4 bytes")
+    assert_wrong(checks.score_matrix_gib(n * n * h * 4 / 1e9), "2**30")
+    assert_wrong(checks.score_matrix_gib(20), "fp16")
+    assert_wrong(checks.score_matrix_gib(n * h * 4 / 2 ** 30), "n x n")
+    assert_wrong(checks.score_matrix_gib(160), "traffic")
+    assert_wrong(checks.score_matrix_gib(1600), "all 40 layers")
+
+
+def test_unfused_scores_mib_catches_the_gqa_trap():
+    assert checks.unfused_scores_mib(512).ok is True  # 256 x 65536 x 8 x 4 / 2^20
+    assert_wrong(checks.unfused_scores_mib(128), "kv heads", "query head")
+    assert_wrong(checks.unfused_scores_mib(64), "one head")
+    assert_wrong(checks.unfused_scores_mib(256), "f32")
+    assert_wrong(checks.unfused_scores_mib(128 * 1024), "-ub queries")
+    assert_wrong(checks.unfused_scores_mib(576), "mask")
+    assert_wrong(checks.unfused_scores_mib(256 * 151936 * 4 / 2 ** 20), "logits")
+    assert_wrong(checks.unfused_scores_mib(256 * 65536 * 8 * 4 / 1e6), "2**20")
+
+
+def test_attention_share_mistakes():
+    n, p, L, q = 65536, 8.03e9, 32, 4096
+    w, a = 2 * p * n, 2 * n * n * q * L
+    assert checks.attention_share(a / (w + a)).ok is True
+    assert checks.attention_share(round(a / (w + a), 3)).ok is True  # 0.517 is fine
+    assert_wrong(checks.attention_share(2 * a / (w + 2 * a)), "causal")
+    assert_wrong(checks.attention_share(100 * a / (w + a)), "percentage")
+    assert_wrong(checks.attention_share(a / w), "attention / (weights + attention)")
+    assert_wrong(checks.attention_share((a / L) / (w + a / L)), "32 layers")
+    assert_wrong(checks.attention_share(w / (w + a)), "weights' share")
+
+
+# ------------------------------------------------------------------ notebook 02
+
+def test_online_softmax_update_typical_mistakes():
+    def forgot_rescale(m, s, x):
+        m_new = max(m, x)
+        return m_new, s + math.exp(x - m_new)
+
+    def upside_down(m, s, x):
+        m_new = max(m, x)
+        return m_new, s * np.exp(m_new - m) + np.exp(x - m_new)
+
+    def rescaled_new_term(m, s, x):
+        m_new = max(m, x)
+        return m_new, s + math.exp(x - m_new) * math.exp(m - m_new)
+
+    def latest_not_max(m, s, x):
+        return x, s * math.exp(m - x) + 1.0
+
+    def no_max(m, s, x):
+        return max(m, x), s + math.exp(x)
+
+    def swapped(m, s, x):
+        return tuple(reversed(S2.online_softmax_update(m, s, x)))
+
+    def crashes(m, s, x):
+        raise KeyError("oops")
+
+    assert_wrong(checks.online_softmax_update(forgot_rescale), "forgot to rescale s")
+    assert_wrong(checks.online_softmax_update(upside_down), "upside down")
+    assert_wrong(checks.online_softmax_update(rescaled_new_term), "belongs on the old sum")
+    assert_wrong(checks.online_softmax_update(latest_not_max), "running maximum")
+    assert_wrong(checks.online_softmax_update(no_max), "subtract the running max")
+    assert_wrong(checks.online_softmax_update(swapped), "swapped")
+    assert_wrong(checks.online_softmax_update(crashes), "KeyError")
+    assert_wrong(checks.online_softmax_update(lambda m, s, x: 1.0), "two numbers")
+    assert_wrong(checks.online_softmax_update(42), "function")
+
+
+def test_online_softmax_update_numpy_version_is_accepted():
+    def with_numpy(m, s, x):
+        m_new = np.maximum(m, x)
+        return m_new, s * np.exp(m - m_new) + np.exp(x - m_new)
+
+    assert checks.online_softmax_update(with_numpy).ok is True
+
+
+def test_online_softmax_update_first_key_must_work():
+    def breaks_on_first_key(m, s, x):  # 0 * exp(inf): NaN when m = -inf
+        m_new = max(m, x)
+        s_new = s * np.exp(m - m_new) + np.exp(x - m_new)
+        return m_new, s_new if m > -math.inf else float("nan")
+
+    assert_wrong(checks.online_softmax_update(breaks_on_first_key), "first key")
+
+
+def test_attention_update_typical_mistakes():
+    def forgot_acc(m, s, acc, x, v):
+        m_new = max(m, x)
+        a, w = math.exp(m - m_new), math.exp(x - m_new)
+        return m_new, s * a + w, acc + w * v
+
+    def forgot_s(m, s, acc, x, v):
+        m_new = max(m, x)
+        a, w = math.exp(m - m_new), math.exp(x - m_new)
+        return m_new, s + w, acc * a + w * v
+
+    def divides_early(m, s, acc, x, v):
+        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
+        return m_new, s_new, acc_new / s_new
+
+    def weight_old_max(m, s, acc, x, v):
+        m_new = max(m, x)
+        a = math.exp(m - m_new)
+        w_old = math.exp(x - m) if m > -math.inf else 1.0
+        return m_new, s * a + math.exp(x - m_new), acc * a + w_old * v
+
+    def scalar_acc(m, s, acc, x, v):
+        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
+        return m_new, s_new, float(acc_new[0])
+
+    assert_wrong(checks.attention_update(forgot_acc), "but not acc")
+    assert_wrong(checks.attention_update(forgot_s), "but s is not")
+    assert_wrong(checks.attention_update(divides_early), "divide by s", "once")
+    assert_wrong(checks.attention_update(weight_old_max), "relative to the new max")
+    assert_wrong(checks.attention_update(scalar_acc), "vector")
+    assert_wrong(checks.attention_update(lambda *a: (1, 2)), "three things")
+    assert_wrong(checks.attention_update("acc"), "function")
+
+
+def test_attention_update_accepts_lists_and_tuples():
+    def with_lists(m, s, acc, x, v):
+        m_new = max(m, x)
+        a, w = math.exp(m - m_new), math.exp(x - m_new)
+        return m_new, s * a + w, [acc[i] * a + w * v[i] for i in range(len(v))]
+
+    assert checks.attention_update(with_lists).ok is True
+
+
+def test_sink_share_mistakes():
+    x = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)
+    s5 = sum(math.exp(v - 5) for v in x)  # the keys' sum, relative to their max 5
+    s6 = s5 * math.exp(5 - 6) + 1.0  # the sink (6) is the new max
+    assert checks.sink_share(1.0 / s6).ok is True  # about 0.632
+    assert checks.sink_share(math.exp(6) / (sum(math.exp(v) for v in x) + math.exp(6))).ok is True
+    assert_wrong(checks.sink_share(1.0 / (s5 + 1.0)), "forgot to rescale s")
+    assert_wrong(checks.sink_share(math.exp(6 - 5) / s5), "joins the denominator")
+    assert_wrong(checks.sink_share(1.0), "over the new s")
+    assert_wrong(checks.sink_share(1 - 1.0 / s6), "keys' share")
+    assert_wrong(checks.sink_share(100 / s6), "percentage")
+    assert_wrong(checks.sink_share(math.exp(6) / s5), "reference points")
+
+
+# ------------------------------------------------------------------ notebook 03
+
+def test_tiled_reads_mistakes():
+    n, d, b = 100, 8, 16
+    assert checks.tiled_reads(12000).ok is True  # 800 + 7 x 1600
+    assert checks.tiled_reads(np.int64(12000)).ok is True
+    assert_wrong(checks.tiled_reads(n * d + (n // b) * 2 * n * d), "ceil", "not floor")
+    assert_wrong(checks.tiled_reads(n * d + n / b * 2 * n * d), "not the fraction")
+    assert_wrong(checks.tiled_reads(7 * 2 * n * d), "add the queries")
+    assert_wrong(checks.tiled_reads(n * d + 7 * n * d), "2 x d")
+    assert_wrong(checks.tiled_reads(12000 + n * d), "writes")
+    assert_wrong(checks.tiled_reads(2 * n * d + 2 * n * n + n * d), "naive")
+    assert_wrong(checks.tiled_reads(n * d + 49 * 2 * b * d), "real rows")
+    assert_wrong(checks.tiled_reads(11999), "ceil(n / B)")
+
+
+def test_causal_skipped_blocks_mistakes():
+    right = {(i, j) for i in range(5) for j in range(5) if j > i}  # n = 300, B = 64: 5 blocks
+    assert len(right) == 10
+    assert checks.causal_skipped_blocks(right).ok is True
+    assert checks.causal_skipped_blocks(sorted(right)).ok is True  # a list of pairs is fine
+    assert checks.causal_skipped_blocks([np.array(p) for p in right]).ok is True
+    assert_wrong(checks.causal_skipped_blocks(set()), "causal mask")
+    assert_wrong(checks.causal_skipped_blocks(right | {(i, i) for i in range(5)}), "diagonal")
+    assert_wrong(checks.causal_skipped_blocks({(j, i) for i, j in right}), "before the diagonal")
+    floor_blocks = {(i, j) for i in range(4) for j in range(4) if j > i}  # 300 // 64 = 4
+    assert_wrong(checks.causal_skipped_blocks(floor_blocks), "ceil(n / B) = 5", "partial")
+    assert_wrong(checks.causal_skipped_blocks(10), "right count")
+    assert_wrong(checks.causal_skipped_blocks(6), "not the count")
+    assert_wrong(checks.causal_skipped_blocks("upper"), "pairs")
+    assert_wrong(checks.causal_skipped_blocks(right | {(0, 5)}), "do not exist")
+    verdict = checks.causal_skipped_blocks(right - {(0, 3)} | {(2, 1)})
+    assert_wrong(verdict, "[(2, 1)]", "1 hidden tile(s) are missing")
+
+
+def test_small_block_ratio_mistakes():
+    n, d, b = 4096, 128, 32
+    naive = 4 * n * n + 4 * n * d
+    tiled = 2 * n * d + (n // b) * 2 * n * d
+    assert checks.small_block_ratio(naive / tiled).ok is True
+    assert naive / tiled < 1  # the point of the exercise: small blocks lose
+    assert_wrong(checks.small_block_ratio(0.5), "estimate")
+    assert_wrong(checks.small_block_ratio(tiled / naive), "upside down")
+    assert_wrong(checks.small_block_ratio(naive / (tiled - 2 * n * d)), "reads q once")
+    assert_wrong(checks.small_block_ratio(4 * n * n / tiled), "q, k, v and o")
+
+
+@pytest.mark.parametrize("notebook, module", [("01_attention_memory", S1),
+                                              ("02_online_softmax", S2),
+                                              ("03_tiled_attention", S3)])
+def test_notebook_exercises_are_the_checks_with_reference_solutions(notebook, module):
+    """Each exercise cell calls a check whose reference solution the notebook's module holds."""
+    import json
+    import re
+
+    path = os.path.join(ROOT, "notebooks", f"{notebook}.ipynb")
+    if not os.path.exists(path):
+        pytest.skip(f"{notebook}.ipynb not built yet")
+    with open(path) as f:
+        cells = json.load(f)["cells"]
+    called = [m for c in cells if c["cell_type"] == "code"
+              for m in re.findall(r"checks\.attention\.(\w+)\(answer\)", "".join(c["source"]))]
+    assert 2 <= len(called) <= 4
+    for name in called:
+        assert getattr(checks, name)(getattr(module, name)).ok is True
