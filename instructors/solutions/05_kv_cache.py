@@ -1,0 +1,20 @@
+"""Reference solutions for notebooks/05_kv_cache.ipynb (for instructors, not students).
+
+Each value is worked from the question's inputs the way a student would, by the formula;
+tests/test_checks_kv_cache.py proves every check accepts it.
+"""
+GIB = 2 ** 30
+
+# Exercise 1: Qwen2.5-7B-Instruct's cache for one 32,768-token sequence, F16.
+# config.json: 28 layers, 28 query heads, 4 KV heads, hidden 3584 -> head_dim 3584 / 28 = 128.
+# Per token: 2 (K and V) x 28 layers x 4 KV heads x 128 x 2 bytes = 57,344 bytes (56 KiB).
+layers, kv_heads, head_dim, n = 28, 4, 3584 // 28, 32768
+kv_cache_gib = 2 * layers * kv_heads * head_dim * 2 * n / GIB  # 1.75 GiB
+
+# Exercise 2: DeepSeek-V3's MLA cache at its full 163,840-token context, BF16.
+# One latent (kv_lora_rank 512) plus the shared RoPE key (qk_rope_head_dim 64) per layer,
+# no separate V, 61 layers: 576 x 61 x 2 = 70,272 bytes per token.
+mla_cache_gib = (512 + 64) * 61 * 2 * 163840 / GIB  # 10.72 GiB
+
+# Exercise 3: Llama 3 8B, 32 query heads and 8 KV heads: groups of 32 / 8 = 4 neighbours.
+kv_head_map = [h // (32 // 8) for h in range(32)]  # [0, 0, 0, 0, 1, 1, 1, 1, ..., 7]

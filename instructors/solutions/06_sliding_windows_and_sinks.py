@@ -1,0 +1,25 @@
+"""Reference solutions for notebooks/06_sliding_windows_and_sinks.ipynb (for instructors).
+
+Each value is worked from the question's inputs by the rule the notebook teaches;
+tests/test_checks_windows.py proves every check accepts it.
+"""
+MIB = 2 ** 20
+
+# Exercise 1: Mistral-7B-v0.1, 32 layers, every one windowed with W = 4096. One layer carries
+# information W - 1 positions back (the window includes the query itself); 32 layers add up.
+receptive_field_tokens = 32 * (4096 - 1)  # 131,040 (not the often quoted 32 x 4096 = 131,072)
+
+# Exercise 2: llama.cpp, tiny Gemma 3 model (n_swa = 128), -c 32768, 2 sequences sharing the
+# cells (--kv-unified), -ub 300: GGML_PAD(min(n_ctx, n_swa x n_seq + n_ubatch), 256).
+cells = min(32768, 128 * 2 + 300)      # 556
+swa_cells = -(-cells // 256) * 256     # 768
+
+# Exercise 3: vLLM, gpt-oss-20b (12 sliding layers, W = 128, 8 KV heads x 64, BF16), one
+# request, block size 16. SlidingWindowSpec: cdiv(W - 1, 16) + 1 = 8 + 1 = 9 blocks per layer.
+blocks = -(-(128 - 1) // 16) + 1
+bytes_per_slot = 2 * 8 * 64 * 2        # K and V, 8 KV heads, head_dim 64, 2 bytes = 2,048
+sliding_layers_mib = 12 * blocks * 16 * bytes_per_slot / MIB  # 3.375 MiB
+
+# Exercise 4: StreamingLLM with 4 sinks and 8 recent tokens, after tokens 0..30 arrived:
+# the sinks 0..3 stay, the 8 newest are 23..30.
+streaming_positions = [0, 1, 2, 3] + list(range(30 - 8 + 1, 31))

@@ -1,0 +1,161 @@
+"""Widget for notebook 05: KV-cache size against context length and KV heads (MHA/GQA/MQA/MLA).
+
+The factory computes with ``lessonlib.kv_cache``, draws with ``lessonlib.plots.kv_cache`` and
+returns an ``Explorer`` with three more attributes: ``axes``, ``artists`` (updated in place by
+every slider move) and ``data`` (what the last redraw computed, for tests and curious students).
+``explorer.readout`` is the text a test reads.
+"""
+import ipywidgets as widgets
+
+from ..configs import load_config
+from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
+from ..plots import kv_cache as plots
+from ._base import Explorer, new_figure
+
+__all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text",
+           "freeze_layout"]
+
+DEFAULT_LENGTHS = tuple(2 ** k for k in range(10, 18))  # 1K .. 128K tokens
+
+
+def _slider_layout(width="330px"):
+    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
+
+
+def freeze_layout(fig):
+    """Lay the figure out once and keep it: later redraws only draw.
+
+    Constrained layout, and matplotlib's placement of axis labels and titles, would otherwise
+    be recomputed from every tick label's extent on every redraw (more than half of a redraw's
+    time). One full draw places everything with the first data; those positions are then
+    fixed (an axis whose tick labels may widen gets extra ``labelpad`` before this).
+    """
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            label = axis.label
+            anchor = label.get_transform().transform(label.get_position())  # display coords
+            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
+        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
+    return fig
+
+
+def _config(config):
+    return load_config(config) if isinstance(config, str) else dict(config)
+
+
+def kv_head_options(n_heads):
+    """The KV-head counts a model with ``n_heads`` query heads can have: the divisors."""
+    return [h for h in range(1, n_heads + 1) if n_heads % h == 0]
+
+
+def with_kv_heads(config, kv_heads):
+    """A copy of ``config`` with ``num_key_value_heads`` replaced (the same model as MHA/MQA)."""
+    return dict(config, num_key_value_heads=int(kv_heads))
+
+
+def _kind(kv_heads, n_heads):
+    return "MHA" if kv_heads == n_heads else "MQA" if kv_heads == 1 else "GQA"
+
+
+def head_map_text(head_map, *, show=3):
+    """``0-3 -> 0, 4-7 -> 1, ..., 28-31 -> 7``: the groups of a head map, shortened."""
+    groups = []
+    for g in range(int(max(head_map)) + 1):
+        heads = [h for h, k in enumerate(head_map) if k == g]
+        groups.append(f"{heads[0]}-{heads[-1]} -> {g}" if len(heads) > 1 else f"{heads[0]} -> {g}")
+    if len(groups) > show + 1:
+        groups = groups[:show] + ["..."] + groups[-1:]
+    return ", ".join(groups)
+
+
+def _sizes_gib(config, lengths, dtype_bytes):
+    return [kv_cache_bytes(config, n, engine="ideal", dtype_bytes=dtype_bytes).total_bytes / GIB
+            for n in lengths]
+
+
+def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_config="DeepSeek-V3",
+                      dtype_bytes=2, lengths=DEFAULT_LENGTHS):
+    """Sliders for context length n and the number of KV heads redraw the cache size.
+
+    Left: the whole cache (GiB, exact tokens) against n for the model as MHA, with the slider's
+    KV heads, as MQA, and a real MLA model (``mla_config``) for scale. Right: which KV head
+    each query head reads (``h // (hq / h_kv)``).
+    """
+    cfg = _config(config)
+    if cfg.get("kv_lora_rank") is not None:
+        raise ValueError("config is an MLA model: it has no KV heads to vary; give a GQA config")
+    hq = int(cfg["num_attention_heads"])
+    kv_heads = int(kv_heads or cfg.get("num_key_value_heads") or hq)
+    options = kv_head_options(hq)
+    if kv_heads not in options:
+        raise ValueError(f"kv_heads must divide the {hq} query heads: one of {options}")
+    lengths = [int(x) for x in lengths]
+    if n not in lengths:
+        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
+    mla = _config(mla_config)
+    name = config if isinstance(config, str) else cfg.get("model_type", "model")
+    mla_name = mla_config if isinstance(mla_config, str) else "MLA model"
+    labels = {"mha": f"MHA ({hq} KV heads)", "slider": "h_kv from the slider",
+              "mqa": "MQA (1 KV head)",
+              "mla": f"MLA: {mla_name} ({mla['num_hidden_layers']} layers)"}
+    fixed = {labels["mha"]: _sizes_gib(with_kv_heads(cfg, hq), lengths, dtype_bytes),
+             labels["mqa"]: _sizes_gib(with_kv_heads(cfg, 1), lengths, dtype_bytes),
+             labels["mla"]: _sizes_gib(mla, lengths, dtype_bytes)}
+    controls = {
+        "n": widgets.SelectionSlider(options=[(plots.token_label(x), x) for x in lengths],
+                                     value=n, description="context n (tokens)", **_slider_layout()),
+        "kv_heads": widgets.SelectionSlider(options=options, value=kv_heads,
+                                            description="KV heads h_kv", **_slider_layout()),
+    }
+    fig, (ax_size, ax_map) = new_figure(figsize=(10.5, 4.3), ncols=2)
+    curves = {labels["mha"]: fixed[labels["mha"]],
+              labels["slider"]: _sizes_gib(with_kv_heads(cfg, kv_heads), lengths, dtype_bytes),
+              labels["mqa"]: fixed[labels["mqa"]], labels["mla"]: fixed[labels["mla"]]}
+    artists = {
+        "sizes": plots.draw_size_curves(ax_size, lengths, curves, marker_n=n,
+                                        ylabel="KV cache, all layers (GiB, log scale)",
+                                        title=f"{name}: KV cache grows linearly with n"),
+        "map": plots.draw_head_map(ax_map, gqa_head_map(hq, kv_heads), kv_heads),
+    }
+    state = {}
+
+    def redraw(n, kv_heads):
+        variant = with_kv_heads(cfg, kv_heads)
+        sizes = _sizes_gib(variant, lengths, dtype_bytes)
+        head_map = gqa_head_map(hq, kv_heads)
+        plots.update_size_curves(ax_size, artists["sizes"], {labels["slider"]: sizes}, marker_n=n)
+        plots.update_head_map(ax_map, artists["map"], head_map, kv_heads)
+        state.clear()
+        state.update(sizes_gib=sizes, head_map=head_map,
+                     per_token=kv_bytes_per_token(variant, dtype_bytes),
+                     total_bytes=kv_cache_bytes(variant, n, engine="ideal",
+                                                dtype_bytes=dtype_bytes).total_bytes,
+                     fixed_gib={k: v[lengths.index(n)] for k, v in fixed.items()})
+        return _readout(name, cfg, n, kv_heads, hq, dtype_bytes, state, labels, mla_name)
+
+    explorer = Explorer(controls, fig, redraw)
+    freeze_layout(fig)
+    explorer.axes, explorer.artists, explorer.data = (ax_size, ax_map), artists, state
+    return explorer
+
+
+def _readout(name, cfg, n, kv_heads, hq, dtype_bytes, st, labels, mla_name):
+    layers = int(cfg["num_hidden_layers"])
+    d_h = int(cfg.get("head_dim") or cfg["hidden_size"] // hq)
+    group = hq // kv_heads
+    per_token = st["per_token"]
+    share = "each query head has its own" if group == 1 else \
+        f"{group} query heads share each" if kv_heads > 1 else f"all {hq} query heads share it"
+    fixed = st["fixed_gib"]
+    return "\n".join([
+        f"{name}: {layers} layers, {hq} query heads of d_h = {d_h}, "
+        f"{dtype_bytes}-byte cache entries",
+        f"h_kv = {kv_heads} KV heads ({_kind(kv_heads, hq)}, {share}): 2 x {layers} x {kv_heads}"
+        f" x {d_h} x {dtype_bytes} = {per_token:,} bytes/token ({per_token / 1024:g} KiB)",
+        f"at n = {n:,} tokens: {st['total_bytes'] / GIB:.2f} GiB"
+        f"   (MHA {fixed[labels['mha']]:.2f} GiB, MQA {fixed[labels['mqa']]:.2f} GiB, "
+        f"{mla_name} MLA {fixed[labels['mla']]:.2f} GiB)",
+        f"query head h reads KV head h // {group}: {head_map_text(st['head_map'])}",
+    ])

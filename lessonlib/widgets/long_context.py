@@ -1,0 +1,128 @@
+"""Widgets for notebook 09: long-context cost curves, and the needle grid's heatmap.
+
+``cost_explorer`` computes with ``lessonlib.traffic.long_context_cost`` and
+``lessonlib.kv_cache.kv_cache_bytes``, draws with ``lessonlib.plots.kv_cache`` and returns an
+``Explorer`` with ``axes``, ``artists`` (updated in place) and ``data``. ``needle_heatmap``
+shows a finished ``needles.NeedleGrid`` with ``lessonlib.plots.needles``; its readout is the
+grid's text table. ``explorer.readout`` is the text a test reads.
+"""
+import ipywidgets as widgets
+
+from ..configs import load_config
+from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
+from ..plots import kv_cache as plots
+from ..plots.needles import draw_needle_heatmap
+from ..traffic import long_context_cost
+from ._base import Explorer, new_figure
+from .kv_cache import freeze_layout
+
+__all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
+
+LLAMA3_8B_PARAMS = 8.03e9  # Example 16's parameter count (config.json does not hold it)
+KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
+DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
+DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
+
+
+def _shape(cfg):
+    heads = int(cfg["num_attention_heads"])
+    head_dim = int(cfg.get("head_dim") or cfg["hidden_size"] // heads)
+    return int(cfg["num_hidden_layers"]), heads, head_dim
+
+
+def _kv_gib(configs, lengths, dtype_bytes, engine):
+    return {name: [kv_cache_bytes(cfg, n, engine=engine, dtype_bytes=dtype_bytes).total_bytes / GIB
+                   for n in lengths] for name, cfg in configs.items()}
+
+
+def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
+                  models=DEFAULT_MODELS, dtype_bytes=2, engine="llama.cpp",
+                  lengths=DEFAULT_LENGTHS):
+    """A context-length slider and a KV-dtype switch redraw Example 16's two costs.
+
+    Left: prefill TFLOP of ``config``'s shape, weights (2 P n) against causal attention
+    (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'
+    configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
+    the weights of ``config`` in 8 bits.
+    """
+    cfg = load_config(config)
+    layers, heads, head_dim = _shape(cfg)
+    q_dim = heads * head_dim
+    lengths = [int(x) for x in lengths]
+    if n not in lengths:
+        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
+    configs = {name: load_config(name) for name in models}
+    costs = long_context_cost(lengths, params=params, layers=layers, q_dim=q_dim,
+                              kv_bytes_per_token=kv_bytes_per_token(cfg))
+    flops = {"weights: 2 P n": [c.weight_flops / 1e12 for c in costs],
+             "attention, causal: 2 n² q_dim L": [c.attention_flops / 1e12 for c in costs],
+             "total": [c.total_flops / 1e12 for c in costs]}
+    weights_label = f"{config} weights in 8 bits"
+    weights_gib = params / GIB
+    controls = {
+        "n": widgets.SelectionSlider(options=[(plots.token_label(x), x) for x in lengths],
+                                     value=n, description="context n (tokens)",
+                                     layout=widgets.Layout(width="330px"),
+                                     style={"description_width": "initial"}),
+        "dtype_bytes": widgets.ToggleButtons(options=list(KV_DTYPES), value=dtype_bytes,
+                                             description="KV cache",
+                                             style={"button_width": "110px"}),
+    }
+    fig, (ax_flops, ax_kv) = new_figure(figsize=(10.5, 4.3), ncols=2)
+    artists = {
+        "flops": plots.draw_size_curves(ax_flops, lengths, flops, marker_n=n,
+                                        ylabel="prefill compute (TFLOP, log scale)",
+                                        title=f"{config} prefill: attention grows with n²"),
+        "kv": plots.draw_size_curves(ax_kv, lengths, _kv_gib(configs, lengths, dtype_bytes, engine),
+                                     marker_n=n, ylabel="KV cache read per decode step (GiB, log)",
+                                     title=f"KV cache grows with n ({engine} sizing)",
+                                     hlines={weights_label: weights_gib}),
+    }
+    state = {}
+
+    def redraw(n, dtype_bytes):
+        kv = _kv_gib(configs, lengths, dtype_bytes, engine)
+        plots.update_size_curves(ax_flops, artists["flops"], {}, marker_n=n)
+        plots.update_size_curves(ax_kv, artists["kv"], kv, marker_n=n)
+        state.clear()
+        state.update(flops=flops, kv_gib=kv, cost=costs[lengths.index(n)],
+                     at_n={name: v[lengths.index(n)] for name, v in kv.items()})
+        return _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine,
+                        state, weights_gib)
+
+    explorer = Explorer(controls, fig, redraw)
+    freeze_layout(fig)
+    explorer.axes, explorer.artists, explorer.data = (ax_flops, ax_kv), artists, state
+    return explorer
+
+
+def _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine, st, weights_gib):
+    c = st["cost"]
+    dtype = dict((b, label) for label, b in KV_DTYPES)[dtype_bytes]
+    kv = ", ".join(f"{name} {gib:.2f} GiB" for name, gib in st["at_n"].items())
+    own = st["at_n"].get(config)
+    lines = [
+        f"n = {n:,} tokens; {config} shape: {params:.3g} parameters, {layers} layers, "
+        f"q_dim = {heads} x {head_dim} = {heads * head_dim:,}",
+        f"prefill: weights {c.weight_flops / 1e12:,.1f} TFLOP + attention "
+        f"{c.attention_flops / 1e12:,.1f} TFLOP = {c.total_flops / 1e12:,.1f} TFLOP; "
+        f"attention is {100 * c.attention_share:.1f}%",
+        f"attention overtakes the weights at n = P / (q_dim x L) = "
+        f"{params / (heads * head_dim * layers):,.0f} tokens",  # 2 P n = 2 n^2 q_dim L
+        f"KV cache at n, {dtype}, {engine} sizing: {kv}",
+    ]
+    if own is not None:
+        lines.append(f"{config}'s cache is {own / weights_gib:.2f} x its weights in 8 bits "
+                     f"({weights_gib:.2f} GiB)")
+    return "\n".join(lines)
+
+
+def needle_heatmap(grid, *, title="Needle in a haystack: found (1) or missed (0)"):
+    """A finished ``NeedleGrid`` as a heatmap (length down, depth across); the readout is the
+    grid's table. No sliders: re-run the grid to change it."""
+    fig, ax = new_figure(figsize=(8, 4.2))
+    image, colorbar = draw_needle_heatmap(ax, grid, title=title)
+    explorer = Explorer({}, fig, lambda: grid.table())
+    explorer.axes, explorer.artists = (ax,), {"image": image, "colorbar": colorbar}
+    explorer.data = {"found": grid.found}
+    return explorer

@@ -1,0 +1,123 @@
+"""Widget for notebook 06: the sliding-window mask with sinks, and what each layer keeps.
+
+The factory computes with ``lessonlib.attention`` (the mask) and ``lessonlib.kv_cache`` (each
+engine's sizing rule), draws with ``lessonlib.plots.windows`` and returns an ``Explorer`` with
+``axes``, ``artists`` (updated in place) and ``data`` (what the last redraw computed).
+``explorer.readout`` is the text a test reads.
+"""
+import ipywidgets as widgets
+import numpy as np
+
+from ..attention import attention_mask
+from ..configs import load_config
+from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
+from ..plots import windows as plots
+from ._base import Explorer, new_figure
+from .kv_cache import freeze_layout
+
+__all__ = ["window_explorer", "mask_codes", "with_window"]
+
+
+def _slider_layout(width="300px"):
+    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
+
+
+def with_window(config, window):
+    """A copy of ``config`` whose sliding-window layers use window ``window``."""
+    return dict(config, sliding_window=int(window))
+
+
+def mask_codes(n, window, sinks):
+    """(n, n) codes for the causal mask with window W and ``sinks`` kept first tokens:
+    MASK_WINDOW where the window (or causality alone) shows the key, MASK_SINK where only the
+    sink rule does, MASK_HIDDEN elsewhere."""
+    visible = attention_mask(n, n, causal=True, window=window, sink_tokens=sinks)  # (n, n)
+    in_window = attention_mask(n, n, causal=True, window=window)  # (n, n)
+    codes = np.full((n, n), plots.MASK_HIDDEN, dtype=np.int8)
+    codes[visible] = plots.MASK_SINK
+    codes[in_window] = plots.MASK_WINDOW
+    return codes
+
+
+def _data(cfg, n, window, sinks, n_ubatch, block_size):
+    codes = mask_codes(n, window, sinks)
+    keep = int((codes[-1] != plots.MASK_HIDDEN).sum())  # keys the newest query reads
+    cfg_w = with_window(cfg, window)
+    local = np.array([w is not None for w in layer_windows(cfg_w)])
+    sizes = {e: kv_cache_bytes(cfg_w, n, engine=e, n_ubatch=n_ubatch, block_size=block_size)
+             for e in ("ideal", "llama.cpp", "vllm")}
+    full = kv_cache_bytes(cfg_w, n, engine="ideal", swa_full=True)
+    per_cell = kv_bytes_per_token_per_layer(cfg_w)
+    entries = np.where(local, keep, n)  # per layer: sinks + window, or every token
+    return dict(codes=codes, keep=keep, local=local, entries=entries, sizes=sizes, full=full,
+                per_cell=per_cell, kept_bytes=int(entries.sum()) * per_cell,
+                levels={"llama.cpp cells": sizes["llama.cpp"].sliding_layers.cells,
+                        "vLLM block slots": sizes["vllm"].sliding_layers.cells})
+
+
+def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=512,
+                    n_ubatch=512, block_size=16):
+    """Sliders for the window W, the number of sink tokens and the context n.
+
+    Left: the causal mask of n tokens with window W and the sinks. Right: the KV entries each
+    layer of ``config``'s layer pattern must keep at n (its sliding layers use the slider's W;
+    the StreamingLLM sinks count for them), with what llama.cpp and vLLM allocate for one
+    sliding layer. The readout adds the whole cache in MiB by each rule.
+    """
+    cfg = load_config(config) if isinstance(config, str) else dict(config)
+    name = config if isinstance(config, str) else cfg.get("model_type", "model")
+    if not any(w is not None for w in layer_windows(cfg)):
+        raise ValueError(f"config {name!r} has no sliding-window layers")
+    controls = {
+        "window": widgets.IntSlider(value=window, min=1, max=max_n, step=1, description="window",
+                                    **_slider_layout()),
+        "sinks": widgets.IntSlider(value=sinks, min=0, max=16, description="sinks",
+                                   **_slider_layout("220px")),
+        "context": widgets.IntSlider(value=n, min=16, max=max_n, step=16,
+                                     description="context n", **_slider_layout()),
+    }
+    fig, (ax_mask, ax_bars) = new_figure(figsize=(10.5, 4.6), ncols=2)
+    for ax in (ax_mask, ax_bars):  # room for tick labels that widen as n grows (frozen layout)
+        ax.yaxis.labelpad = 10
+    d = _data(cfg, n, window, sinks, n_ubatch, block_size)
+    artists = {"mask": plots.draw_window_mask(ax_mask, d["codes"]),
+               "bars": plots.draw_layer_cache(ax_bars, d["entries"], d["local"],
+                                              levels=d["levels"])}
+    state = {}
+
+    def redraw(window, sinks, context):
+        d = _data(cfg, context, window, sinks, n_ubatch, block_size)
+        plots.update_window_mask(ax_mask, artists["mask"], d["codes"],
+                                 title=f"causal mask: W = {window}, {sinks} sinks, n = {context}")
+        plots.update_layer_cache(ax_bars, artists["bars"], d["entries"], levels=d["levels"],
+                                 title=f"{name}: KV entries per layer at n = {context}")
+        state.clear()
+        state.update(d)
+        return _readout(name, context, window, sinks, n_ubatch, block_size, d)
+
+    explorer = Explorer(controls, fig, redraw)
+    freeze_layout(fig)
+    explorer.axes, explorer.artists, explorer.data = (ax_mask, ax_bars), artists, state
+    return explorer
+
+
+def _readout(name, n, W, sinks, n_ubatch, block_size, d):
+    first = max(0, n - W)  # the oldest key inside the newest query's window
+    extra = min(sinks, first)  # sinks that lie outside the window
+    n_local = int(d["local"].sum())
+    llama, vllm = d["sizes"]["llama.cpp"].sliding_layers, d["sizes"]["vllm"].sliding_layers
+    seen = f"keys {first}..{n - 1} ({n - first} in the window)"
+    seen += f" + sinks 0..{extra - 1} = {d['keep']} of {n} keys" if extra else \
+        f" = {d['keep']} of {n} keys" + (" (the sinks are inside the window)" if sinks else "")
+    return "\n".join([
+        f"window W = {W}, {sinks} sinks, context n = {n}; {name}: {n_local} sliding + "
+        f"{d['local'].size - n_local} global layers",
+        f"newest query (p = {n - 1}) sees {seen}",
+        f"a sliding layer keeps {d['keep']} entries; llama.cpp allocates {llama.cells} cells "
+        f"(pad(min({n}, {W} + {n_ubatch}), 256)), vLLM {vllm.blocks} blocks x {block_size} = "
+        f"{vllm.cells} slots",
+        f"whole cache at {d['per_cell']:,} bytes per token per layer: sinks + window "
+        f"{d['kept_bytes'] / MIB:.2f} MiB, llama.cpp {d['sizes']['llama.cpp'].total_mib:.2f} MiB, "
+        f"vLLM {d['sizes']['vllm'].total_mib:.2f} MiB, every layer global "
+        f"{d['full'].total_mib:.2f} MiB",
+    ])

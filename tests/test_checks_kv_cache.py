@@ -1,0 +1,80 @@
+"""lessonlib.checks.kv_cache: the reference solutions pass, typical mistakes get their hint."""
+import os
+import runpy
+
+import pytest
+
+from lessonlib.checks import NOT_ATTEMPTED
+from lessonlib.checks import kv_cache as checks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions", "05_kv_cache.py"))
+GIB = 2 ** 30
+NAMES = ["kv_cache_gib", "mla_cache_gib", "kv_head_map"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stub_is_not_attempted(name):
+    verdict = getattr(checks, name)(None)
+    assert verdict.ok is None and verdict.message == NOT_ATTEMPTED and not verdict
+    assert "not attempted" in repr(verdict)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_solution_is_correct(name):
+    verdict = getattr(checks, name)(SOLUTIONS[name])
+    assert verdict.ok is True, verdict.message
+
+
+# Qwen2.5-7B: 28 layers, 28 query heads, 4 KV heads, head_dim 128; 32,768 tokens, F16.
+QWEN = dict(layers=28, hq=28, hkv=4, d=128, n=32768)
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (2 * 28 * 4 * 128 * 2 * 32768 / GIB, None),
+    (28 * 4 * 128 * 2 * 32768 / GIB, "key AND a value"),          # forgot the factor 2
+    (2 * 28 * 28 * 128 * 2 * 32768 / GIB, "query heads"),          # query heads, not KV heads
+    (28 * 4 * 128 * 32768 / GIB, "Both factors of 2"),
+    (2 * 4 * 128 * 2 * 32768 / GIB, "one layer"),
+    (2 * 28 * 4 * 128 * 2 * 32768 / 1e9, "2**30"),
+    (3.0, "Not 3"),
+    ("1.75", "one finite number"),
+])
+def test_kv_cache_gib_hints(answer, hint):
+    verdict = checks.kv_cache_gib(answer)
+    if hint is None:
+        assert verdict.ok is True
+    else:
+        assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (2 * 576 * 61 * 2 * 163840 / GIB, "no separate V"),               # doubled like K and V
+    (512 * 61 * 2 * 163840 / GIB, "RoPE key"),                         # forgot the rope part
+    (576 * 61 * 2 * 163840 * 128 / GIB, "shared by all heads"),
+    (576 * 2 * 163840 / GIB, "one layer"),
+    (61 * 128 * (192 + 128) * 2 * 163840 / GIB, "without MLA"),
+    (576 * 61 * 163840 / GIB, "bytes"),
+])
+def test_mla_cache_gib_hints(answer, hint):
+    verdict = checks.mla_cache_gib(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    ([h % 8 for h in range(32)], "round-robin"),
+    ([h // 8 for h in range(32)], "group size"),
+    (list(range(32)), "MHA"),
+    ([0, 1, 2, 3, 4, 5, 6, 7], "one entry per query head"),
+    ([h // 4 + 1 for h in range(32)], "numbered 0..7"),
+    ([h // 4 for h in range(31)] + [6], "check head 31"),
+    ("0000", "list of 32 integers"),
+])
+def test_kv_head_map_hints(answer, hint):
+    verdict = checks.kv_head_map(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_kv_head_map_accepts_arrays():
+    import numpy as np
+    assert checks.kv_head_map(np.arange(32) // 4).ok is True

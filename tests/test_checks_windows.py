@@ -1,0 +1,89 @@
+"""lessonlib.checks.windows: the reference solutions pass, typical mistakes get their hint."""
+import os
+import runpy
+
+import pytest
+
+from lessonlib.checks import NOT_ATTEMPTED
+from lessonlib.checks import windows as checks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions",
+                                        "06_sliding_windows_and_sinks.py"))
+MIB = 2 ** 20
+NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stub_is_not_attempted(name):
+    verdict = getattr(checks, name)(None)
+    assert verdict.ok is None and verdict.message == NOT_ATTEMPTED
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_solution_is_correct(name):
+    verdict = getattr(checks, name)(SOLUTIONS[name])
+    assert verdict.ok is True, verdict.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (32 * 4096, "W instead of W - 1"),
+    (4095, "one layer"),
+    (4096, "one layer's window"),
+    (31 * 4095, "not 31"),
+    (32 * 4095 + 1, "distance back"),
+    (1000, "Not 1,000"),
+    ("131040", "whole number"),
+])
+def test_receptive_field_hints(answer, hint):
+    verdict = checks.receptive_field_tokens(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (128 * 2 + 300, "multiple of 256"),      # forgot the 256 padding
+    (512, "own window"),                      # forgot n_seq
+    (428, "Two slips"),
+    (256, "micro-batch"),                     # forgot n_ubatch
+    (128, "window alone"),
+    (32768, "global layer"),
+    (1024, "added once"),
+    (700, "pad(min(n_ctx"),
+])
+def test_swa_cells_hints(answer, hint):
+    verdict = checks.swa_cells(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+SLOT = 2 * 8 * 64 * 2  # gpt-oss-20b: K and V, 8 KV heads x 64, BF16
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (12 * 128 * SLOT / MIB, "plus one"),                 # exact window, no block rounding
+    (12 * 8192 * 16 * SLOT / MIB, "hybrid manager disabled"),
+    (12 * 144 * 2 * 64 * 64 * 2 / MIB, "KV heads"),      # 64 query heads
+    (12 * 144 * 8 * 64 * 2 / MIB, "key AND a value"),
+    (24 * 144 * SLOT / MIB, "Only the 12 sliding layers"),
+    (144 * SLOT / MIB, "one layer"),
+])
+def test_sliding_layers_mib_hints(answer, hint):
+    verdict = checks.sliding_layers_mib(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (list(range(19, 31)), "sinks"),
+    (list(range(12)), "RoPE positions"),
+    ([0, 1, 2, 3] + list(range(22, 30)), "newest token"),
+    ([0, 1, 2, 3] + list(range(22, 31)), "exactly 8 recent"),
+    (list(range(31)), "Nothing was evicted"),
+    ([5, 6], "Keep positions 0..3"),
+    (30, "list of original positions"),
+])
+def test_streaming_positions_hints(answer, hint):
+    verdict = checks.streaming_positions(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_streaming_positions_accepts_any_order():
+    assert checks.streaming_positions(list(range(30, 22, -1)) + [3, 2, 1, 0]).ok is True

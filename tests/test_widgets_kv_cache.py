@@ -1,0 +1,90 @@
+"""lessonlib.widgets.kv_cache, driven headlessly: move a slider, read the readout and the plot."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
+
+from lessonlib.configs import load_config  # noqa: E402
+from lessonlib.kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes  # noqa: E402
+from lessonlib.widgets import kv_cache as kvw  # noqa: E402
+
+LLAMA = load_config("Llama-3.1-8B")
+LENGTHS = list(kvw.DEFAULT_LENGTHS)
+
+
+def gib(cfg, n):
+    return kv_cache_bytes(cfg, n, engine="ideal").total_bytes / GIB
+
+
+@pytest.fixture
+def w():
+    explorer = kvw.kv_cache_explorer()
+    yield explorer
+    plt.close(explorer.fig)
+
+
+def test_initial_readout_is_example_6(w):
+    text = w.readout
+    assert f"{kv_bytes_per_token(LLAMA):,} bytes/token (128 KiB)" in text
+    assert "h_kv = 8 KV heads (GQA, 4 query heads share each)" in text
+    assert f"at n = 32,768 tokens: {gib(LLAMA, 32768):.2f} GiB" in text
+    assert f"MHA {gib(kvw.with_kv_heads(LLAMA, 32), 32768):.2f} GiB" in text      # 16.00
+    assert f"MQA {gib(kvw.with_kv_heads(LLAMA, 1), 32768):.2f} GiB" in text       # 0.50
+    assert f"DeepSeek-V3 MLA {gib(load_config('DeepSeek-V3'), 32768):.2f} GiB" in text
+    assert "0-3 -> 0, 4-7 -> 1" in text and "28-31 -> 7" in text
+
+
+def test_kv_heads_slider_redraws_curve_head_map_and_readout(w):
+    line = w.artists["sizes"]["lines"]["h_kv from the slider"]
+    image = w.artists["map"]["image"]
+    before = w.readout
+    w.controls["kv_heads"].value = 2
+    variant = kvw.with_kv_heads(LLAMA, 2)
+    assert w.artists["sizes"]["lines"]["h_kv from the slider"] is line  # updated in place
+    np.testing.assert_allclose(line.get_ydata(), [gib(variant, n) for n in LENGTHS])
+    grid = np.asarray(image.get_array())
+    assert grid.shape == (2, 32)
+    np.testing.assert_array_equal(grid.argmax(axis=0), gqa_head_map(32, 2))
+    assert w.readout != before
+    assert f"{kv_bytes_per_token(variant):,} bytes/token" in w.readout
+    assert f"at n = 32,768 tokens: {gib(variant, 32768):.2f} GiB" in w.readout
+    assert "query head h reads KV head h // 16: 0-15 -> 0, 16-31 -> 1" in w.readout
+    assert w.data["head_map"].tolist() == gqa_head_map(32, 2).tolist()
+
+
+@pytest.mark.parametrize("kv_heads, kind", [(32, "MHA"), (1, "MQA"), (4, "GQA")])
+def test_kind_names(w, kv_heads, kind):
+    w.controls["kv_heads"].value = kv_heads
+    assert f"({kind}," in w.readout
+
+
+def test_context_slider_moves_markers_and_readout(w):
+    w.controls["n"].value = 131072
+    marker = w.artists["sizes"]["markers"]["MHA (32 KV heads)"]
+    assert marker.get_xydata().tolist() == [[131072, gib(kvw.with_kv_heads(LLAMA, 32), 131072)]]
+    assert list(w.artists["sizes"]["cursor"].get_xdata()) == [131072, 131072]
+    assert f"at n = 131,072 tokens: {gib(LLAMA, 131072):.2f} GiB" in w.readout  # 16.00 GiB
+    assert w.data["total_bytes"] == kv_cache_bytes(LLAMA, 131072, engine="ideal").total_bytes
+
+
+def test_layout_is_frozen_and_the_widget_displays(w):
+    assert not isinstance(w.fig.get_layout_engine(), ConstrainedLayoutEngine)
+    assert w.ui.children[0].children[0] is w.controls["n"]
+    w.fig.canvas.draw()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="MLA"):
+        kvw.kv_cache_explorer("DeepSeek-V3")
+    with pytest.raises(ValueError, match="kv_heads"):
+        kvw.kv_cache_explorer(kv_heads=3)
+    with pytest.raises(ValueError, match="n must be"):
+        kvw.kv_cache_explorer(n=1000)
+
+
+def test_helpers():
+    assert kvw.kv_head_options(32) == [1, 2, 4, 8, 16, 32]
+    assert kvw.head_map_text(gqa_head_map(8, 8)) == "0 -> 0, 1 -> 1, 2 -> 2, ..., 7 -> 7"

@@ -1,0 +1,88 @@
+"""lessonlib.widgets.long_context, driven headlessly: cost curves, KV dtype, needle heatmap."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from lessonlib.configs import load_config  # noqa: E402
+from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes  # noqa: E402
+from lessonlib.needles import EdgeHeavyModel, run_needle_grid  # noqa: E402
+from lessonlib.traffic import long_context_cost  # noqa: E402
+from lessonlib.widgets import long_context as lc  # noqa: E402
+
+LENGTHS = list(lc.DEFAULT_LENGTHS)
+LLAMA = load_config("Llama-3.1-8B")
+
+
+def cost(n):
+    return long_context_cost([n], params=8.03e9, layers=32, q_dim=4096,
+                             kv_bytes_per_token=kv_bytes_per_token(LLAMA))[0]
+
+
+@pytest.fixture
+def w():
+    explorer = lc.cost_explorer()
+    yield explorer
+    plt.close(explorer.fig)
+
+
+def test_initial_readout_is_example_16_at_128k(w):
+    c = cost(131072)
+    assert f"weights {c.weight_flops / 1e12:,.1f} TFLOP" in w.readout            # 2,105.0
+    assert f"attention {c.attention_flops / 1e12:,.1f} TFLOP" in w.readout        # 4,503.6
+    assert f"attention is {100 * c.attention_share:.1f}%" in w.readout            # 68.1%
+    assert "n = P / (q_dim x L) = 61,264 tokens" in w.readout
+    assert f"Llama-3.1-8B {c.kv_bytes / GIB:.2f} GiB" in w.readout                # 16.00
+    gemma = kv_cache_bytes(load_config("Gemma-3-27B"), 131072).total_gib          # 10.61
+    assert f"Gemma-3-27B {gemma:.2f} GiB" in w.readout
+    assert f"{c.kv_bytes / 8.03e9:.2f} x its weights in 8 bits" in w.readout
+
+
+def test_flop_curves_are_long_context_cost(w):
+    lines = w.artists["flops"]["lines"]
+    costs = long_context_cost(LENGTHS, params=8.03e9, layers=32, q_dim=4096,
+                              kv_bytes_per_token=131072)
+    np.testing.assert_allclose(lines["weights: 2 P n"].get_ydata(),
+                               [c.weight_flops / 1e12 for c in costs])
+    np.testing.assert_allclose(lines["attention, causal: 2 n² q_dim L"].get_ydata(),
+                               [c.attention_flops / 1e12 for c in costs])
+
+
+def test_context_slider_moves_the_cursor_and_readout(w):
+    w.controls["n"].value = 4096
+    c = cost(4096)
+    assert f"weights {c.weight_flops / 1e12:,.1f} TFLOP" in w.readout              # 65.8
+    assert f"attention is {100 * c.attention_share:.1f}%" in w.readout              # 6.3%
+    assert list(w.artists["flops"]["cursor"].get_xdata()) == [4096, 4096]
+    m = w.artists["flops"]["markers"]["total"].get_xydata()
+    np.testing.assert_allclose(m, [[4096, c.total_flops / 1e12]])
+
+
+def test_dtype_switch_redraws_the_kv_curves(w):
+    line = w.artists["kv"]["lines"]["DeepSeek-V3"]
+    w.controls["dtype_bytes"].value = 1
+    assert w.artists["kv"]["lines"]["DeepSeek-V3"] is line
+    ds = load_config("DeepSeek-V3")
+    np.testing.assert_allclose(line.get_ydata(), [kv_cache_bytes(ds, n, dtype_bytes=1).total_bytes
+                                                  / GIB for n in LENGTHS])
+    assert "FP8 (1 B)" in w.readout
+    assert f"Llama-3.1-8B {kv_cache_bytes(LLAMA, 131072, dtype_bytes=1).total_gib:.2f} GiB" \
+        in w.readout
+
+
+def test_needle_heatmap_shows_the_grid_and_its_table():
+    grid = run_needle_grid(EdgeHeavyModel(), [1000, 4000, 16000], [0, 50, 100], progress=False)
+    view = lc.needle_heatmap(grid)
+    try:
+        np.testing.assert_array_equal(view.artists["image"].get_array(), grid.found.astype(float))
+        assert view.readout == grid.table() and view.controls == {}
+        view.fig.canvas.draw()
+    finally:
+        plt.close(view.fig)
+
+
+def test_bad_n():
+    with pytest.raises(ValueError, match="n must be"):
+        lc.cost_explorer(n=5000)
