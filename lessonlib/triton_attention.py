@@ -34,13 +34,11 @@ import triton
 import triton.language as tl
 
 from ._validate import int_at_least
+from .kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED  # noqa: F401  (kernel_tile_map's codes)
 
 LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * LOG2_E)
 
 # What `kernel_tile_map` reports for each (query block, key block) tile.
-TILE_SKIPPED = 0  # the loop bounds never reach it: the mask hides the whole tile
-TILE_MASKED = 1  # computed with the mask applied (diagonal, window edge, sink block, ragged end)
-TILE_FULL = 2  # computed without a mask: every key is visible to every query of the block
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256

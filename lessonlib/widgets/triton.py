@@ -1,114 +1,18 @@
 """Widget for notebook 04: which tiles the Triton FlashAttention kernel computes, and how many.
 
-``kernel_key_stretches`` restates, in plain Python, the loop bounds that
-``lessonlib.triton_attention._flash_attention_fwd_kernel`` computes for one program (the same
-integer arithmetic, line for line), and ``kernel_tile_plan`` turns them into the tile map that
-``kernel_tile_map`` records by running the kernel. The tests check the two agree tile for tile;
-the widget uses the plain-Python version because the interpreter takes seconds for a map that
-Python lays out in a millisecond, and a slider must redraw at once.
-
-Neither imports triton: this module works before ``TRITON_INTERPRET`` is decided.
+The map comes from ``lessonlib.kernel_plan`` (the kernel's loop bounds in plain Python, checked
+tile for tile against the kernel): the interpreter takes seconds for a map that Python lays out
+in a millisecond, and a slider must redraw at once. Nothing here imports triton.
 """
-from collections import namedtuple
-
 import ipywidgets as widgets
 import numpy as np
 
-from .._validate import int_at_least
+from ..kernel_plan import (STRETCH_NAMES, kernel_key_stretches, kernel_tile_counts,
+                           kernel_tile_plan, stretch_blocks)
 from ..plots import triton as plots
 from ._base import Explorer, new_figure
 
-__all__ = ["Stretch", "kernel_key_stretches", "kernel_tile_plan", "kernel_tile_counts",
-           "tile_map_explorer", "STRETCH_NAMES"]
-
-# One call of `_attend_to_key_blocks`: keys [start, end), visited BLOCK_N at a time from start.
-Stretch = namedtuple("Stretch", "name start end masked")
-STRETCH_NAMES = ("sink blocks", "window edge", "interior", "diagonal / ragged end")
-
-
-def _check(nq, nk, window, sink_tokens, block_m, block_n):
-    nq, nk = int_at_least("nq", nq, 1), int_at_least("nk", nk, 1)
-    if nq > nk:
-        raise ValueError(f"nq must be <= nk (the queries are the last nq keys), got {nq} > {nk}")
-    window = None if window is None else int_at_least("window", window, 1)
-    return (nq, nk, window, int_at_least("sink_tokens", sink_tokens, 0),
-            int_at_least("block_m", block_m, 1), int_at_least("block_n", block_n, 1))
-
-
-def kernel_key_stretches(pid_m, nq, nk, *, causal=False, window=None, sink_tokens=0,
-                         block_m=64, block_n=64):
-    """The four stretches of keys program ``pid_m`` streams, in the kernel's order.
-
-    Returns four ``Stretch(name, start, end, masked)``; the inner loop runs
-    ``for start in range(start, end, block_n)``, so a stretch covers key blocks
-    ``start // block_n`` up to ``ceil(end / block_n) - 1`` (none when start >= end).
-    """
-    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, window, sink_tokens,
-                                                           block_m, block_n)
-    if not 0 <= pid_m < -(-nq // block_m):
-        raise ValueError(f"pid_m must be 0..{-(-nq // block_m) - 1} (cdiv(nq, block_m) "
-                         f"programs per head), got {pid_m!r}")
-    p_first = nk - nq + pid_m * block_m  # position of the block's first query
-    p_last = min(p_first + block_m, nk) - 1  # ... and of its last real one
-    lo, hi = 0, nk  # [lo, hi): the band of keys some query of the block can see
-    if causal:
-        hi = p_last + 1
-    if window is not None:
-        lo = max(p_first - window + 1, 0) // block_n * block_n
-    full_lo, full_hi = lo, nk // block_n * block_n  # [full_lo, full_hi): no mask needed
-    if causal:
-        full_hi = (p_first + 1) // block_n * block_n
-    if window is not None:
-        full_lo = (max(p_last - window + 1, 0) + block_n - 1) // block_n * block_n
-    full_lo = min(max(full_lo, lo), hi)
-    full_hi = max(min(full_hi, hi), full_lo)
-    sink_hi = 0
-    if window is not None:
-        sink_hi = min((sink_tokens + block_n - 1) // block_n * block_n, lo)
-    bounds = ((0, sink_hi, True), (lo, full_lo, True), (full_lo, full_hi, False),
-              (full_hi, hi, True))
-    return [Stretch(name, s, e, m) for name, (s, e, m) in zip(STRETCH_NAMES, bounds)]
-
-
-def _blocks(stretch, block_n):
-    """Key-block indices one stretch visits."""
-    return range(stretch.start // block_n, -(-stretch.end // block_n)) \
-        if stretch.end > stretch.start else range(0)
-
-
-def kernel_tile_plan(nq, nk, *, causal=False, window=None, sink_tokens=0, block_m=64,
-                     block_n=64):
-    """int8 (cdiv(nq, block_m), cdiv(nk, block_n)): TILE_SKIPPED, TILE_MASKED or TILE_FULL per
-    tile, from ``kernel_key_stretches``: what ``kernel_tile_map`` records, without running."""
-    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, window, sink_tokens,
-                                                           block_m, block_n)
-    codes = np.full((-(-nq // block_m), -(-nk // block_n)), plots.TILE_SKIPPED, dtype=np.int8)
-    for pid_m in range(codes.shape[0]):
-        for st in kernel_key_stretches(pid_m, nq, nk, causal=causal, window=window,
-                                       sink_tokens=sink_tokens, block_m=block_m,
-                                       block_n=block_n):
-            r = _blocks(st, block_n)
-            codes[pid_m, r.start:r.stop] = plots.TILE_MASKED if st.masked else plots.TILE_FULL
-    return codes
-
-
-def kernel_tile_counts(nq, nk, **options):
-    """(masked, full): how many tiles of one head the kernel computes with and without the
-    mask. The same counts as ``kernel_tile_plan``, without building the map."""
-    nq, nk, window, sink_tokens, block_m, block_n = _check(
-        nq, nk, options.get("window"), options.get("sink_tokens", 0),
-        options.get("block_m", 64), options.get("block_n", 64))
-    masked = full = 0
-    for pid_m in range(-(-nq // block_m)):
-        for st in kernel_key_stretches(pid_m, nq, nk, causal=options.get("causal", False),
-                                       window=window, sink_tokens=sink_tokens,
-                                       block_m=block_m, block_n=block_n):
-            count = len(_blocks(st, block_n))
-            masked, full = (masked + count, full) if st.masked else (masked, full + count)
-    return masked, full
-
-
-# ------------------------------------------------------------------ the widget
+__all__ = ["tile_map_explorer"]
 
 def _slider_layout(width="250px"):
     return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
@@ -177,7 +81,7 @@ def _data(n, causal, window, sinks, block, lengths):
 def _stretch_text(stretches, block):
     parts = []
     for st in stretches:
-        r = _blocks(st, block)
+        r = stretch_blocks(st, block)
         if len(r):
             blocks = f"{r.start}" if len(r) == 1 else f"{r.start}..{r.stop - 1}"
             parts.append(f"{st.name} {blocks}" + ("" if st.masked else " (no mask)"))

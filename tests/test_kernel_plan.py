@@ -1,0 +1,94 @@
+"""The plain-Python copy of the kernel's loop bounds must record exactly the tiles the kernel
+records when it runs (``kernel_tile_map``, under Triton's interpreter), and compute a tile iff
+the mask lets some query of it see some key."""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exports it too)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given, strategies as st  # noqa: E402
+
+from lessonlib import kernel_plan as KP  # noqa: E402
+from lessonlib import triton_attention as ta  # noqa: E402
+from lessonlib.attention import attention_mask, key_blocks  # noqa: E402
+
+
+def test_tile_codes_are_the_kernels():
+    assert (KP.TILE_SKIPPED, KP.TILE_MASKED, KP.TILE_FULL) == \
+        (ta.TILE_SKIPPED, ta.TILE_MASKED, ta.TILE_FULL)
+
+
+# ------------------------------------------------------------------ the plan is the kernel's
+
+# (nq, nk, options): ragged ends, nq < nk, BLOCK_M != BLOCK_N, sinks beyond the window's start,
+# a window wider than n, a window without the causal mask. About 60 tile visits or fewer each.
+PLAN_CASES = [
+    (256, 256, dict(causal=True, window=64, sink_tokens=4, block_m=32, block_n=32)),
+    (200, 200, dict(causal=True, window=45, sink_tokens=20, block_m=32, block_n=16)),
+    (96, 300, dict(causal=True, window=70, sink_tokens=3, block_m=16, block_n=32)),
+    (1, 300, dict(causal=True, window=64, sink_tokens=40, block_m=16, block_n=32)),
+    (150, 150, dict(causal=False, window=40, sink_tokens=0, block_m=32, block_n=32)),
+    (130, 130, dict(causal=True, window=1000, sink_tokens=5, block_m=32, block_n=32)),
+    (100, 100, dict(causal=True, block_m=16, block_n=32)),
+    (100, 100, dict(block_m=32, block_n=64)),
+    (512, 512, dict(causal=True, window=100, sink_tokens=70, block_m=64, block_n=64)),
+]
+
+
+@pytest.mark.parametrize("nq, nk, opts", PLAN_CASES)
+def test_plan_matches_the_tiles_the_kernel_records(nq, nk, opts):
+    np.testing.assert_array_equal(KP.kernel_tile_plan(nq, nk, **opts),
+                                  ta.kernel_tile_map(nq, nk, **opts))
+
+
+@given(n=st.integers(1, 300), nq_frac=st.floats(0.01, 1.0), causal=st.booleans(),
+       window=st.one_of(st.none(), st.integers(1, 320)), sinks=st.integers(0, 80),
+       bm=st.sampled_from([16, 32, 64]), bn=st.sampled_from([16, 32, 64]))
+def test_plan_skips_exactly_the_hidden_tiles(n, nq_frac, causal, window, sinks, bm, bn):
+    """The plan (like the kernel) computes a tile iff some query sees some key of it, skips the
+    mask only where every pair is visible, and agrees with the numpy kernel's key_blocks."""
+    nq = max(1, round(n * nq_frac))
+    opts = dict(causal=causal, window=window, sink_tokens=sinks)
+    codes = KP.kernel_tile_plan(nq, n, block_m=bm, block_n=bn, **opts)
+    vis = attention_mask(nq, n, **opts)
+    for i in range(codes.shape[0]):
+        rows = vis[i * bm:(i + 1) * bm]
+        for j in range(codes.shape[1]):
+            tile = rows[:, j * bn:(j + 1) * bn]
+            assert (codes[i, j] != KP.TILE_SKIPPED) == tile.any(), (i, j)
+            if codes[i, j] == KP.TILE_FULL:
+                assert tile.all() and (j + 1) * bn <= n, (i, j)
+        q_lo = n - nq + i * bm
+        plan = key_blocks(q_lo, min(q_lo + bm, n), n, bn, **opts)
+        assert [j0 // bn for j0 in plan] == list(np.flatnonzero(codes[i])), i
+    masked, full = KP.kernel_tile_counts(nq, n, block_m=bm, block_n=bn, **opts)
+    assert (masked, full) == (int((codes == KP.TILE_MASKED).sum()),
+                              int((codes == KP.TILE_FULL).sum()))
+
+
+def test_stretches_of_a_windowed_program_in_the_kernels_order():
+    # n = 1024, BLOCK_M = 128, BLOCK_N = 64, W = 193, 4 sinks: program 5 holds queries
+    # 640..767; its band starts at key 640 - 193 + 1 = 448 (block 7) and ends at 767.
+    s = KP.kernel_key_stretches(5, 1024, 1024, causal=True, window=193, sink_tokens=4,
+                               block_m=128, block_n=64)
+    assert [x.name for x in s] == list(KP.STRETCH_NAMES)
+    assert [(x.start, x.end, x.masked) for x in s] == [
+        (0, 64, True),  # the sink block
+        (448, 576, True),  # blocks 7, 8: some queries' windows start inside them
+        (576, 640, False),  # block 9: keys 576..639, seen by queries 640..767 (767 - 193 + 1
+                            # = 575) and all before the first query: no mask
+        (640, 768, True),  # blocks 10, 11: the diagonal
+    ]
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(pid_m=0, nq=10, nk=5), "nq must be <= nk"),
+    (dict(pid_m=4, nq=64, nk=64, block_m=16), "pid_m must be 0..3"),
+    (dict(pid_m=0, nq=8, nk=8, window=0), "window"),
+    (dict(pid_m=0, nq=8, nk=8, sink_tokens=-1), "sink_tokens"),
+    (dict(pid_m=0, nq=8, nk=8, block_n=0), "block_n"),
+])
+def test_bad_input_raises_value_error_naming_the_argument(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        KP.kernel_key_stretches(**kwargs)
