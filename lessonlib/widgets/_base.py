@@ -19,6 +19,10 @@ def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
     if isinstance(canvas, widgets.DOMWidget):  # ipympl: no figure title bar, no resize handle
         canvas.header_visible = False
         canvas.resizable = False
+        # Widgets draw before they are displayed; ipympl 0.10 then syncs that first image as
+        # bare base64 without its data: prefix, JupyterLab requests it as a URL and the canvas
+        # stays 0 x 0 (no figure at all). The browser tests catch this.
+        canvas.syncing_data_url = False
     return fig, axes
 
 
