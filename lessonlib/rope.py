@@ -42,7 +42,8 @@ __all__ = [
     "neox_to_gptj_order", "cos_sin_table", "rope_cos_sin", "wavelengths", "turns_within",
     "largest_trained_angle", "angle_at", "pairs_never_turning", "ntk_base",
     "yarn_correction_dim", "yarn_correction_range", "yarn_ramp", "yarn_mscale",
-    "llama3_regimes", "derived_max_model_len",
+    "llama3_regimes", "derived_max_model_len", "float32_angle_table", "outside_trained_arc",
+    "trained_arc_overshoot",
 ]
 
 TWO_PI = 2.0 * math.pi
@@ -355,7 +356,8 @@ def _factor_list(p, key, n_pairs):
 
 def _longrope(b, r, p, seq_len):
     """Phi-3: theta_i / ext_i, ext = long_factor when seq_len > L0, else short_factor (HF; seq_len
-    None means short). Engines that build one table (vLLM) pin the regime to max_position_embeddings."""
+    None means short). vLLM keeps both tables and switches a whole step to the long one as soon
+    as any position in it passes L0, which is the same rule per step."""
     L0 = p.original_max_position_embeddings()
     short, long = _factor_list(p, "short_factor", r // 2), _factor_list(p, "long_factor", r // 2)
     s = p.number("factor", default=None, minimum=1.0)
@@ -596,6 +598,46 @@ def angle_at(inv_freq, position):
 def pairs_never_turning(inv_freq, n_positions):
     """Indices of the pairs whose wavelength exceeds ``n_positions`` (no full turn in training)."""
     return np.flatnonzero(wavelengths(inv_freq) > n_positions)
+
+
+def outside_trained_arc(inv_freq, position, n_train):
+    """Per pair, True where the angle at ``position`` with its whole turns removed lies beyond the
+    arc [0, (n_train - 1) * theta_i] the pair swept in training. Only pairs that never complete a
+    turn in training (``pairs_never_turning``) can be True: the others saw every angle."""
+    theta = np.asarray(inv_freq, dtype=np.float64)
+    n_train = _number(n_train, "n_train", minimum=1, integer=True)
+    on_clock = np.mod(angle_at(theta, position), TWO_PI)
+    never = np.zeros(theta.shape, dtype=bool)
+    never[pairs_never_turning(theta, n_train)] = True
+    return never & (on_clock > largest_trained_angle(theta, n_train))
+
+
+def trained_arc_overshoot(inv_freq, position, n_train, *, trained_inv_freq=None):
+    """Radians by which each pair's angle at ``position`` (turning at ``inv_freq``, e.g. after a
+    scaling scheme) passes the largest angle the pair reached in training (turning at
+    ``trained_inv_freq``, default ``inv_freq``, over ``n_train`` positions). 0 for pairs that
+    stay inside, and for pairs that complete a turn in training (they saw every angle)."""
+    theta = np.asarray(inv_freq, dtype=np.float64)
+    trained = theta if trained_inv_freq is None else np.asarray(trained_inv_freq, dtype=np.float64)
+    if trained.shape != theta.shape:
+        raise ValueError(f"trained_inv_freq has shape {trained.shape}, inv_freq {theta.shape}")
+    n_train = _number(n_train, "n_train", minimum=1, integer=True)
+    over = np.maximum(angle_at(theta, position) - largest_trained_angle(trained, n_train), 0.0)
+    never = np.zeros(theta.shape, dtype=bool)
+    never[pairs_never_turning(trained, n_train)] = True
+    return np.where(never, over, 0.0)
+
+
+def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
+    """(cos, sin) float32 (n_positions, r/2) built the way many engines build theirs: inv_freq,
+    the positions and their product m * theta_i all in float32 (vLLM's ``_compute_cos_sin_cache``,
+    HF's rotary embedding under float32). Near m = 131072 float32 numbers are 1/64 apart, so the
+    angle itself is off by up to 1/128 rad; compare with ``cos_sin_table``, which is not."""
+    inv32 = np.asarray(inv_freq, dtype=np.float64).astype(np.float32)
+    n = _number(n_positions, "n_positions", minimum=1, integer=True)
+    af = np.float32(_number(attention_factor, "attention_factor", minimum=0.0))
+    angles = np.multiply.outer(np.arange(n, dtype=np.float32), inv32)  # (n, r/2) float32
+    return np.cos(angles) * af, np.sin(angles) * af
 
 
 def llama3_regimes(config):

@@ -758,3 +758,52 @@ def test_layouts_and_legacy_type_agree():
     su = cfg({**LONGROPE, "type": "su", "rope_type": None})
     np.testing.assert_array_equal(R.rope_frequencies(su)[0], R.rope_frequencies(cfg(LONGROPE))[0])
     assert R.rope_frequencies({"head_dim": 16})[0][1] == pytest.approx(1e4 ** (-2 / 16))  # HF default theta
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook helpers added for notebooks 07/08: trained arcs and float32 angle tables
+# ---------------------------------------------------------------------------------------------
+
+def test_outside_trained_arc_matches_a_loop_over_pairs():
+    inv = naive_theta(10_000.0, 128)
+    for m in (0, 4095, 5000, 16383, 40000):
+        expected = []
+        for theta in inv:
+            turned = 2 * math.pi / theta <= 4096  # completed a turn: every angle seen
+            expected.append(not turned and math.fmod(m * theta, 2 * math.pi) > 4095 * theta)
+        np.testing.assert_array_equal(R.outside_trained_arc(inv, m, 4096), expected)
+    assert not R.outside_trained_arc(inv, 4095, 4096).any()  # the trained range itself
+    # Example 12 at 16383: pair 46 has wrapped back inside (21.85 - 2 pi * 3 = 3.0 < 5.46)
+    out = R.outside_trained_arc(inv, 16383, 4096)
+    assert not out[46] and out[52] and out[63] and not out[:46].any()
+
+
+def test_trained_arc_overshoot_pi_ntk_and_unscaled():
+    inv = naive_theta(10_000.0, 128)
+    # unscaled at 16383: pair 63 passes 0.47 by 16383 - 4095 = 12288 ticks; turning pairs: 0
+    over = R.trained_arc_overshoot(inv, 16383, 4096)
+    assert over[63] == pytest.approx(12288 * inv[63]) and np.all(over[:46] == 0)
+    # PI at s = 4: 16383 / 4 = 4095.75, 0.75 ticks beyond for every never-turning pair
+    pi = R.trained_arc_overshoot(inv / 4, 16383, 4096, trained_inv_freq=inv)
+    np.testing.assert_allclose(pi[46:], 0.75 * inv[46:])
+    # NTK-aware (Example 14): pair 46 reaches 7.94 against 5.46 trained
+    ntk = naive_theta(R.ntk_base(10_000.0, 4, 128), 128)
+    over = R.trained_arc_overshoot(ntk, 16383, 4096, trained_inv_freq=inv)
+    assert over[46] == pytest.approx(16383 * ntk[46] - 4095 * inv[46])
+    assert round(16383 * ntk[46], 2) == 7.94 and round(4095 * inv[46], 2) == 5.46
+    with pytest.raises(ValueError, match="trained_inv_freq"):
+        R.trained_arc_overshoot(inv, 1, 4096, trained_inv_freq=inv[:3])
+
+
+def test_float32_angle_table_carries_the_float32_angle_error():
+    inv, af = R.rope_frequencies(load_config("Mistral-7B"))
+    cos32, sin32 = R.float32_angle_table(inv, 131072, af)
+    assert cos32.dtype == np.float32 and cos32.shape == (131072, 64)
+    exact = np.multiply.outer(np.arange(131072, dtype=np.float64), inv)
+    err = np.abs(cos32 - np.cos(exact)).max()
+    assert 5e-3 < err < 1.1e-2  # up to 1/128 rad from float32 spacing 1/64 near 131072
+    cos, _ = R.cos_sin_table(inv, 131072, af)
+    assert np.abs(cos - np.cos(exact)).max() < 5e-7
+    np.testing.assert_allclose(cos32[:64], np.cos(exact[:64]), atol=1e-5)  # small m: fine
+    c, s = R.float32_angle_table(inv, 4, 2.0)
+    np.testing.assert_allclose(c[1], 2 * np.cos(inv), rtol=1e-6)

@@ -1,0 +1,316 @@
+"""Exercise checks for notebooks 07 (RoPE) and 08 (RoPE scaling).
+
+Every check takes the student's answer (``None`` while the stub is unfilled) and returns a
+Verdict: not attempted, correct, or wrong with a hint that names the mistake. The expected
+values come from ``lessonlib.rope``; the typical mistakes are recomputed here the wrong way so
+that a hint can say which one was made.
+"""
+import math
+from numbers import Number
+
+import numpy as np
+
+from .. import rope as R
+from ..configs import load_config
+from . import close_to, correct, not_attempted, wrong
+
+__all__ = ["inv_freq", "rotate_neox", "never_turning", "ntk_base", "yarn_band",
+           "yarn_score_factor", "pi_overshoot", "QUESTIONS"]
+
+# The fixed inputs of each exercise (the notebooks state them in the question).
+QUESTIONS = {
+    "inv_freq": dict(d=64, base=150_000.0),  # gpt-oss-20b's head (d = 64, rope_theta 150,000)
+    "rotate_neox": dict(d=8, base=10_000.0, positions=(0, 1, 5, 100, 16383)),
+    "never_turning": dict(config="Llama-3.1-8B", n_train=8192),  # its base, unscaled
+    "ntk_base": dict(base=500_000.0, factor=8.0, d=128),
+    "yarn_band": dict(config="DeepSeek-V3"),
+    "yarn_score_factor": dict(config="gpt-oss-20b"),
+    "pi_overshoot": dict(d=128, base=10_000.0, n_train=4096, factor=8.0, position=32767,
+                         pair=4),
+}
+
+
+def _number(answer):
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (Number, np.number)):
+        return None
+    value = float(answer)
+    return value if math.isfinite(value) else None
+
+
+def _check_number(name, answer, expected, mistakes, *, rtol=1e-3, atol=0.0, unit="", fmt=".4g",
+                  generic=""):
+    """Correct within tolerance; else the hint of the first typical mistake it matches."""
+    if answer is None:
+        return not_attempted(name)
+    value = _number(answer)
+    if value is None:
+        return wrong(name, f"Give one finite number{f' (in {unit})' if unit else ''}, "
+                           f"got {answer!r}.")
+    unit_text = f" {unit}" if unit else ""
+    if math.isclose(value, expected, rel_tol=rtol, abs_tol=atol):
+        return correct(name, f"Correct: {expected:{fmt}}{unit_text}.")
+    for candidate, hint in mistakes:
+        if math.isclose(value, candidate, rel_tol=rtol, abs_tol=atol):
+            return wrong(name, hint)
+    return wrong(name, f"Not {value:{fmt}}{unit_text}. {generic}".strip())
+
+
+def _theta(base, d, exponent):
+    """base ** -(exponent(i) / d) over i = 0 .. d/2 - 1 (or as many entries as asked)."""
+    return base ** (-np.asarray(exponent, dtype=np.float64) / d)
+
+
+def _head(base, d):
+    return R.rope_frequencies({"head_dim": d, "rope_theta": base})[0]
+
+
+# ------------------------------------------------------------------ notebook 07
+
+def inv_freq(answer):
+    """theta_i for gpt-oss-20b's head (d = 64, base 150,000): an array of d/2 = 32 numbers."""
+    name = "inv_freq"
+    if answer is None:
+        return not_attempted(name)
+    q = QUESTIONS[name]
+    d, b = q["d"], q["base"]
+    expected = _head(b, d)
+    try:
+        a = np.asarray(answer, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        return wrong(name, f"Give an array of {d // 2} numbers, got {type(answer).__name__}.")
+    if close_to(a, expected, rtol=1e-6):
+        return correct(name, f"Correct: {d // 2} pairs, from {expected[0]:g} rad per position "
+                             f"(pair 0) down to {expected[-1]:.4e} (pair {d // 2 - 1}).")
+    i = np.arange(d // 2)
+    if a.size == d:
+        return wrong(name, f"That has {d} entries, one per dimension. RoPE rotates pairs of "
+                           f"dimensions: d = {d} gives d/2 = {d // 2} pairs, i = 0 .. "
+                           f"{d // 2 - 1}, with theta_i = base^(-2i/d).")
+    mistakes = [
+        (_theta(b, d, i), "The exponent is 2i/d, not i/d: the pairs' exponents run 0, 2/d, "
+                          "4/d, ... up to (d-2)/d, so the last pair turns at base^(-(d-2)/d)."),
+        (_theta(b, d, -2 * i), "Upside down: theta_i = base^(-2i/d) is at most 1. Pair 0 turns "
+                               "fastest, 1 rad per position; the last pair slowest."),
+        (2 * np.pi / expected, "Those are the wavelengths 2 pi / theta_i (positions per turn); "
+                               "the question asks for theta_i itself (radians per position)."),
+        (_theta(b, d // 2, 2 * i), "Divide the exponent by d (the head dimension), not by the "
+                                   "number of pairs d/2: theta_i = base^(-2i/d)."),
+        (_theta(b, d, 2 * (i + 1)), "Start at i = 0: pair 0 has theta = base^0 = 1 rad per "
+                                    "position."),
+        (_theta(b, d, 2 * i) / (2 * np.pi), "That is in turns per position; theta_i is in "
+                                            "radians per position (no 2 pi)."),
+    ]
+    for candidate, hint in mistakes:
+        if close_to(a, candidate, rtol=1e-6):
+            return wrong(name, hint)
+    if a.size != d // 2:
+        return wrong(name, f"Give {d // 2} numbers (one per pair), got {a.size}.")
+    bad = int(np.flatnonzero(~np.isclose(a, expected, rtol=1e-6))[0])
+    return wrong(name, f"Pair {bad} is off: expected {expected[bad]:.6e}, got {a[bad]:.6e}. "
+                       "theta_i = base^(-2i/d) for i = 0 .. d/2 - 1.")
+
+
+def rotate_neox(answer):
+    """A function ``rotate(x, m, theta)`` that turns a NeoX-layout head x (length 2 * len(theta))
+    by position m: pair i is (x[i], x[i + d/2]), turned by the angle m * theta[i]."""
+    name = "rotate_neox"
+    if answer is None:
+        return not_attempted(name)
+    if not callable(answer):
+        return wrong(name, f"Give a function rotate(x, m, theta), got {type(answer).__name__}.")
+    q = QUESTIONS[name]
+    d = q["d"]
+    theta = _head(q["base"], d)
+    x = np.random.default_rng(7).standard_normal(d)
+    results = []
+    for m in q["positions"]:
+        try:
+            out = np.asarray(answer(x.copy(), m, theta.copy()), dtype=np.float64)
+        except Exception as err:  # a student's function: report its error, do not crash
+            return wrong(name, f"rotate(x, {m}, theta) raised {type(err).__name__}: {err}")
+        if out.shape != x.shape:
+            return wrong(name, f"rotate must return an array shaped like x {x.shape}, "
+                               f"got {out.shape}.")
+        results.append(out)
+    out = np.stack(results)  # (positions, d)
+    pos = np.asarray(q["positions"], dtype=np.float64)
+
+    def ref(style, sign=1.0):
+        return R.apply_rope(np.tile(x, (pos.size, 1)), sign * pos, theta, style=style)
+
+    if np.allclose(out, ref("neox"), rtol=1e-6, atol=1e-9):
+        return correct(name, "Correct: pairs (i, i + d/2), each turned by m * theta_i; the "
+                             "length of every pair is kept.")
+    if np.allclose(out, ref("gptj"), rtol=1e-6, atol=1e-9):
+        return wrong(name, "That is the GPT-J pairing (2i, 2i + 1). A NeoX checkpoint pairs "
+                           "dimension i with i + d/2: x1 = x[:d/2], x2 = x[d/2:]. With the wrong "
+                           "pairing the model runs without any error and writes fluent garbage.")
+    if np.allclose(out, ref("neox", -1.0), rtol=1e-6, atol=1e-9):
+        return wrong(name, "The pairs turn backwards (angle -m * theta_i): use "
+                           "x1 cos - x2 sin for the first half and x2 cos + x1 sin for the second.")
+    if np.allclose(out, ref("gptj", -1.0), rtol=1e-6, atol=1e-9):
+        return wrong(name, "Two slips: GPT-J pairing (2i, 2i + 1) instead of NeoX (i, i + d/2), "
+                           "and the sine's sign (the pairs turn backwards).")
+    if not np.allclose(np.linalg.norm(out, axis=1), np.linalg.norm(x), rtol=1e-6):
+        return wrong(name, "The vector's length changed, so this is not a rotation. Compute both "
+                           "halves from the old values (overwriting x1 before computing the "
+                           "second half is the usual slip), with the same angle in cos and sin.")
+    return wrong(name, "Not a NeoX rotation: with h = d/2, x1 = x[:h], x2 = x[h:], angle = "
+                       "m * theta, return concat(x1 cos - x2 sin, x2 cos + x1 sin).")
+
+
+def never_turning(answer):
+    """How many of Llama-3.1-8B's pairs (its base, d = 128, no scaling) never complete one turn
+    within its 8,192 trained positions?"""
+    name = "never_turning"
+    q = QUESTIONS[name]
+    cfg = load_config(q["config"])
+    d, b, n = R.rotary_dim(cfg), float(cfg["rope_theta"]), q["n_train"]
+    theta = _head(b, d)
+    expected = R.pairs_never_turning(theta, n).size
+    i = np.arange(d)
+    mistakes = [
+        (d // 2 - expected, f"That counts the pairs that DO turn. A pair never turns when its "
+                            f"wavelength 2 pi / theta_i exceeds {n:,} positions."),
+        (R.pairs_never_turning(_head(10_000.0, d), n).size,
+         "That is base 10,000 (the RoPE paper's). Llama 3 uses rope_theta = 500,000 from its "
+         "config.json, which slows every pair."),
+        (R.pairs_never_turning(theta, cfg["max_position_embeddings"]).size,
+         f"That uses max_position_embeddings = {cfg['max_position_embeddings']:,}, the extended "
+         f"length; the model was trained on {n:,} positions before scaling."),
+        (int(np.sum(2 * np.pi / _theta(b, d, 2 * i) > n)),
+         f"You counted over d = {d} entries; there are d/2 = {d // 2} pairs."),
+        (int(np.sum(2 * np.pi / _theta(b, d, i) > n)),
+         f"You counted {d} entries of base^(-i/d); there are d/2 = {d // 2} pairs with "
+         "theta_i = base^(-2i/d)."),
+        (R.pairs_never_turning(R.rope_frequencies(cfg)[0], n).size,
+         "That uses the llama3-scaled frequencies; the question asks about the base RoPE the "
+         "model was trained with (before the 8x extension)."),
+    ]
+    return _check_number(name, answer, expected, mistakes, rtol=0, atol=0.5, fmt=".0f",
+                         unit="pairs",
+                         generic=f"Count the pairs whose wavelength 2 pi / theta_i is longer "
+                                 f"than {n:,} positions.")
+
+
+# ------------------------------------------------------------------ notebook 08
+
+def ntk_base(answer):
+    """The NTK-aware base for base 500,000, d = 128, s = 8 (Llama-3.1's head, if it used NTK)."""
+    q = QUESTIONS["ntk_base"]
+    b, s, d = q["base"], q["factor"], q["d"]
+    expected = R.ntk_base(b, s, d)
+    mistakes = [
+        (b * s, "That is base * s: you forgot the exponent d/(d-2). Without it the last pair "
+                "is slowed by s^((d-2)/d), a little less than s."),
+        (b * s ** ((d - 2) / d), "The exponent is upside down: base' = base * s^(d/(d-2)), so "
+                                 "that the last pair (2i = d - 2) is slowed by exactly s."),
+        (b * s ** ((d // 2) / (d // 2 - 2)), f"Use the head dimension d = {d} in the exponent, "
+                                             f"not the number of pairs {d // 2}."),
+        (b / s, "The base must grow (slower pairs), not shrink: base' = base * s^(d/(d-2))."),
+        (b * s ** 2, "The exponent is d/(d-2), just above 1, not 2."),
+    ]
+    return _check_number("ntk_base", answer, expected, mistakes, rtol=1e-4, fmt=",.1f",
+                         generic="base' = base * s^(d/(d-2)).")
+
+
+def _pair(answer):
+    try:
+        a = [float(x) for x in answer]
+    except (TypeError, ValueError):
+        return None
+    return a if len(a) == 2 and all(math.isfinite(x) for x in a) else None
+
+
+def yarn_band(answer):
+    """YaRN's (low, high) for DeepSeek-V3's config (beta_fast 32, beta_slow 1, truncated)."""
+    name = "yarn_band"
+    if answer is None:
+        return not_attempted(name)
+    cfg = load_config(QUESTIONS[name]["config"])
+    p = R.rope_parameters(cfg)
+    r, b = R.rotary_dim(cfg), float(p["rope_theta"])
+    L0 = int(p["original_max_position_embeddings"])
+    fast, slow = float(p["beta_fast"]), float(p["beta_slow"])
+    expected = R.yarn_correction_range(fast, slow, r, b, L0)
+    a = _pair(answer)
+    if a is None:
+        return wrong(name, f"Give two numbers (low, high), got {answer!r}.")
+    if a == list(expected):
+        return correct(name, f"Correct: {tuple(expected)}. DeepSeek rotates only its "
+                             f"qk_rope_head_dim = {r} dims, so its band sits at lower pair "
+                             "indices than a 128-dim head's.")
+    raw = (R.yarn_correction_dim(fast, r, b, L0), R.yarn_correction_dim(slow, r, b, L0))
+    swapped_raw = (R.yarn_correction_dim(slow, r, b, L0), R.yarn_correction_dim(fast, r, b, L0))
+    checks = [
+        ({tuple(expected[::-1]), (math.floor(swapped_raw[0]), math.ceil(swapped_raw[1]))},
+         "beta_fast and beta_slow are swapped. low comes from beta_fast = 32 (32 turns in L0: "
+         "fast pairs, small index), high from beta_slow = 1 (one turn: slow pairs)."),
+        ({raw}, "Right place, but YaRN (HF's default truncate = true) floors low and ceils "
+                "high to whole pair indices."),
+        ({(math.ceil(raw[0]), math.floor(raw[1])), (round(raw[0]), round(raw[1]))},
+         "Round outward: low = floor(...), high = ceil(...), so the ramp covers the whole band."),
+        ({R.yarn_correction_range(fast, slow, 128, b, L0),
+          R.yarn_correction_range(fast, slow, int(cfg["qk_nope_head_dim"]) + r, b, L0)},
+         f"DeepSeek's rotary dim is qk_rope_head_dim = {r}: only that slice of each head turns "
+         "(the qk_nope part carries no position)."),
+        ({R.yarn_correction_range(fast, slow, r, b, int(cfg["max_position_embeddings"]))},
+         f"L0 is original_max_position_embeddings = {L0:,}, the trained length, not "
+         f"max_position_embeddings = {cfg['max_position_embeddings']:,}."),
+        ({R.yarn_correction_range(fast, slow, r // 2, b, L0)},
+         f"The formula takes the rotary dim r = {r}, not the number of pairs {r // 2}."),
+    ]
+    for candidates, hint in checks:
+        if any(np.allclose(a, c, atol=1e-6) for c in candidates):
+            return wrong(name, hint)
+    return wrong(name, f"Not {tuple(a)}. low = floor(r ln(L0 / (2 pi beta_fast)) / (2 ln b)), "
+                       "high = ceil(the same with beta_slow).")
+
+
+def yarn_score_factor(answer):
+    """By what factor does YaRN multiply the rotary part of a q.k score at gpt-oss-20b's factor?"""
+    cfg = load_config(QUESTIONS["yarn_score_factor"]["config"])
+    s = float(R.rope_parameters(cfg)["factor"])
+    mscale = R.rope_frequencies(cfg)[1]
+    expected = mscale ** 2
+    mistakes = [
+        (mscale, "That is mscale itself. It multiplies cos and sin, so it reaches both q and k: "
+                 "the score carries mscale squared. Applying mscale once to the scores instead "
+                 "of to q and k undershoots."),
+        ((0.1 * math.log10(s) + 1) ** 2, "YaRN's mscale uses the natural log: 0.1 ln(s) + 1."),
+        ((0.1 * math.log2(s) + 1) ** 2, "YaRN's mscale uses the natural log, not log2."),
+        (0.1 * math.log10(s) + 1, "Natural log, and squared: (0.1 ln(s) + 1)^2."),
+        (math.sqrt(mscale), "Squared, not square-rooted: q and k each carry one mscale."),
+        (1.0 / expected, "The scores grow (a sharper softmax), they do not shrink."),
+    ]
+    return _check_number("yarn_score_factor", answer, expected, mistakes, rtol=1e-4, fmt=".4f",
+                         generic="mscale = 0.1 ln(s) + 1 on cos and sin; q.k carries it twice.")
+
+
+def pi_overshoot(answer):
+    """PI at s = 8 (4,096 trained positions served to 32,768): how many radians past its trained
+    maximum does pair 4's angle at position 32,767 land?"""
+    q = QUESTIONS["pi_overshoot"]
+    theta = _head(q["base"], q["d"])
+    pi = R.rope_frequencies({"head_dim": q["d"], "rope_theta": q["base"],
+                             "rope_scaling": {"rope_type": "linear", "factor": q["factor"]}})[0]
+    i, n, m, s = q["pair"], q["n_train"], q["position"], q["factor"]
+    expected = float(R.angle_at(pi, m)[i] - R.largest_trained_angle(theta, n)[i])
+    mistakes = [
+        (0.0, f"PI does not keep every angle inside: {m:,} / {s:g} = {m / s:,.2f} is past the "
+              f"last trained position {n - 1:,}, by 1 - 1/s positions."),
+        (pi[i], f"{pi[i]:.4f} rad is pair {i}'s new step between neighbouring tokens (theta / s), "
+                "not how far the last position lands past the trained maximum."),
+        ((m - s * (n - 1)) * theta[i], "Compare angles after dividing the position by s: "
+                                       "(m / s) * theta_i against (L0 - 1) * theta_i."),
+        (m - s * (n - 1), "That is in positions, and before dividing by s: compare angles, "
+                          "(m / s) * theta_i against (L0 - 1) * theta_i."),
+        ((m / s - (n - 1)), f"That is how far past in positions (1 - 1/s); multiply by pair {i}'s "
+                            f"speed theta_{i} to get radians."),
+        ((m - (n - 1)) * theta[i], "Without PI the angle would be that far out; with PI the "
+                                   "position is divided by s first."),
+        (-expected, "Sign: the scaled angle is larger than the trained maximum."),
+    ]
+    return _check_number("pi_overshoot", answer, expected, mistakes, rtol=1e-6, atol=1e-9,
+                         unit="rad", fmt=".4g",
+                         generic=f"(m / s) * theta_{i} - (L0 - 1) * theta_{i}.")

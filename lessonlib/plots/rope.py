@@ -1,0 +1,336 @@
+"""draw(ax, data) functions for notebooks 07 (RoPE) and 08 (RoPE scaling).
+
+Matplotlib only: the numbers come in computed (by ``lessonlib.rope``, through the widgets), and
+nothing here does more than place them. Each ``draw_*`` returns the artists a widget updates in
+place; the matching ``update_*`` sets new data on them (no figure rebuild, no relayout).
+Colours are the Okabe-Ito palette (colour-blind safe) and every series also differs by line
+style or marker, so the figures stay readable printed in grey.
+"""
+import math
+
+import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import NullLocator
+from matplotlib.transforms import ScaledTranslation
+
+__all__ = [
+    "PALETTE", "SERIES", "TWO_PI", "draw_key", "draw_clock_hands", "update_clock_hands",
+    "draw_angle_coverage", "update_angle_coverage", "draw_frequency_ratios",
+    "update_frequency_ratios", "draw_wavelengths", "update_wavelengths", "draw_yarn_ramp",
+    "update_yarn_ramp",
+]
+
+TWO_PI = 2.0 * math.pi
+# Okabe & Ito (2008), "Color Universal Design".
+PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
+           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999",
+           "yellow": "#F0E442"}
+# One colour, line style and marker per series, in order.
+SERIES = [dict(color=PALETTE["black"], linestyle="-", marker="o"),
+          dict(color=PALETTE["blue"], linestyle="--", marker="s"),
+          dict(color=PALETTE["vermillion"], linestyle="-.", marker="^"),
+          dict(color=PALETTE["green"], linestyle=":", marker="D"),
+          dict(color=PALETTE["purple"], linestyle=(0, (5, 1, 1, 1)), marker="v"),
+          dict(color=PALETTE["orange"], linestyle=(0, (1, 1)), marker="P")]
+BAND_COLOUR = PALETTE["yellow"]
+
+
+def _series(i):
+    return SERIES[i % len(SERIES)]
+
+
+def draw_key(ax, items, *, corner="lower left", fontsize=8):
+    """A legend drawn once as plain artists: a white box, a short sample of each series and its
+    label, pinned to a corner of ``ax`` (sizes in inches, so it follows any relayout or dpi).
+
+    matplotlib's Legend lays itself out again on every draw (about a quarter of a slider move's
+    time here); these artists only draw. ``items`` is a list of ``(label, artist)``: a Line2D
+    gives a line (or marker) sample, anything else a filled square in its face colour.
+    Returns ``{"texts": [Text], "box": Rectangle}``.
+    """
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    font = FontProperties(size=fontsize)
+    width = max(renderer.get_text_width_height_descent(label, font, ismath=False)[0]
+                for label, _ in items) / fig.dpi  # inches
+    line_h, pad, sample = 1.45 * fontsize / 72, 0.06, 0.3  # inches
+    box_w, box_h = 2 * pad + sample + 0.08 + width, 2 * pad + line_h * len(items)
+    right, top = "right" in corner, "upper" in corner
+    x0 = -0.08 - box_w if right else 0.08
+    y0 = -0.08 - box_h if top else 0.08
+    origin = ScaledTranslation(1.0 if right else 0.0, 1.0 if top else 0.0, ax.transAxes)
+    trans = fig.dpi_scale_trans + origin  # inches from the chosen corner of the axes
+    box = Rectangle((x0, y0), box_w, box_h, transform=trans, facecolor="white",
+                    edgecolor=PALETTE["grey"], linewidth=0.6, alpha=0.9, zorder=9)
+    ax.add_artist(box)
+    texts = []
+    for k, (label, artist) in enumerate(items):
+        y = y0 + box_h - pad - line_h * (k + 0.5)
+        xs = x0 + pad
+        if isinstance(artist, Line2D):
+            marker_only = artist.get_linestyle() in ("None", "none", "", " ")
+            ax.add_artist(Line2D([xs + sample / 2] if marker_only else [xs, xs + sample],
+                                 [y] if marker_only else [y, y], transform=trans, zorder=10,
+                                 color=artist.get_color(), linestyle=artist.get_linestyle(),
+                                 linewidth=artist.get_linewidth(), marker=artist.get_marker(),
+                                 markersize=artist.get_markersize(),
+                                 markeredgecolor=artist.get_markeredgecolor()))
+        else:
+            ax.add_artist(Rectangle((xs, y - line_h / 3), sample, 2 * line_h / 3,
+                                    transform=trans, facecolor=artist.get_facecolor(),
+                                    edgecolor="none", zorder=10))
+        texts.append(ax.text(xs + sample + 0.08, y, label, transform=trans, fontsize=fontsize,
+                             va="center", ha="left", zorder=10))
+    return {"texts": texts, "box": box}
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _log_y(ax, lo, hi, step, *, powers=True):
+    """A log y axis with a tick every ``step`` decades, labelled as plain text (10³ or 0.01):
+    fixed ticks and plain labels cost less on every redraw than a locator and mathtext."""
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    first = math.ceil(math.log10(lo) / step) * step
+    exps = list(range(first, math.floor(math.log10(hi)) + 1, step))
+    labels = [f"10{str(e).translate(_SUPERSCRIPT)}" if powers else f"{10.0 ** e:g}" for e in exps]
+    ax.set_yticks([10.0 ** e for e in exps], labels)
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
+# ------------------------------------------------------------------ notebook 07: clocks
+
+def _arc(radius, angle, n=65):
+    """x, y of the arc of ``radius`` from angle 0 to ``angle`` (capped at one turn)."""
+    t = np.linspace(0.0, min(float(angle), TWO_PI), n)
+    return radius * np.cos(t), radius * np.sin(t)
+
+
+def _hand(radius, angle):
+    return [0.0, radius * math.cos(angle)], [0.0, radius * math.sin(angle)]
+
+
+def _radii(n):
+    return np.linspace(1.0, 0.35, n)
+
+
+def draw_clock_hands(ax, pairs, angles, trained_arcs, *, title="Each pair is a clock hand"):
+    """Notebook 07: one hand per pair (outermost = first), at ``angles`` (radians; a clock
+    shows them with whole turns removed), over the arc it swept in training (``trained_arcs``
+    radians; a full ring when the pair turned at least once). Pairs are named in a key on the
+    right (plain texts: cheaper to redraw than a legend).
+
+    Returns ``{"hands": [Line2D], "tips": [Line2D], "arcs": [Line2D]}`` in the order of ``pairs``.
+    """
+    hands, tips, arcs = [], [], []
+    t = np.linspace(0.0, TWO_PI, 129)
+    ax.plot(np.cos(t) * 1.08, np.sin(t) * 1.08, color=PALETTE["grey"], linewidth=0.8)
+    for i, (pair, radius, angle, arc) in enumerate(zip(pairs, _radii(len(pairs)), angles,
+                                                       trained_arcs)):
+        style = _series(i)
+        arcs.append(ax.plot(*_arc(radius, arc), color=style["color"], linewidth=6, alpha=0.3,
+                            solid_capstyle="butt")[0])
+        x, y = _hand(radius, angle)
+        hands.append(ax.plot(x, y, color=style["color"], linestyle=style["linestyle"],
+                             linewidth=2)[0])
+        tips.append(ax.plot([x[1]], [y[1]], marker=style["marker"], color=style["color"],
+                            markeredgecolor="black", markersize=7, linestyle="none")[0])
+        ax.plot([1.45], [0.95 - 0.3 * i], marker=style["marker"], color=style["color"],
+                markeredgecolor="black", markersize=7, linestyle="none", clip_on=False)
+        ax.text(1.55, 0.95 - 0.3 * i, f"pair {pair}", va="center", fontsize=9)
+    ax.plot([0], [0], marker="o", color="black", markersize=4)
+    for a, text in ((0.0, "0"), (math.pi / 2, "π/2"), (math.pi, "π"), (1.5 * math.pi, "3π/2")):
+        ax.text(1.2 * math.cos(a), 1.2 * math.sin(a), text, ha="center", va="center", fontsize=8)
+    ax.set_xlim(-1.3, 2.2)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    ax.text(0.45, -1.45, "shaded arc: angles seen in training", ha="center", va="top",
+            fontsize=8)
+    ax.set_title(title)
+    return {"hands": hands, "tips": tips, "arcs": arcs}
+
+
+def update_clock_hands(artists, angles, trained_arcs):
+    """Move the hands and redraw the trained arcs (same pairs as when drawn)."""
+    radii = _radii(len(artists["hands"]))
+    for hand, tip, arc, radius, angle, trained in zip(artists["hands"], artists["tips"],
+                                                      artists["arcs"], radii, angles,
+                                                      trained_arcs):
+        x, y = _hand(radius, angle)
+        hand.set_data(x, y)
+        tip.set_data([x[1]], [y[1]])
+        arc.set_data(*_arc(radius, trained))
+
+
+def draw_angle_coverage(ax, pairs, trained_arcs, angles, outside,
+                        *, title="Angle at m against the angles seen in training"):
+    """Notebook 07: per pair, a filled step up to the largest angle seen in training (capped
+    at 2π: a pair that turned saw every angle) and a dot at the angle of position m (whole
+    turns removed); an X marks a pair whose angle lies outside what it saw (``outside``).
+
+    Returns ``{"trained": StepPatch, "dots": Line2D, "outside": Line2D}``.
+    """
+    pairs = np.asarray(pairs)
+    trained = ax.stairs(np.minimum(trained_arcs, TWO_PI), np.append(pairs, pairs[-1] + 1) - 0.5,
+                        fill=True, color=PALETTE["sky"], label="seen in training")
+    wrapped = np.mod(angles, TWO_PI)
+    dots, = ax.plot(pairs, wrapped, linestyle="none", marker="o", markersize=3.5,
+                    color=PALETTE["black"], label="angle at m")
+    out = np.asarray(outside, dtype=bool)
+    unseen, = ax.plot(pairs[out], wrapped[out], linestyle="none", marker="X", markersize=8,
+                      color=PALETTE["vermillion"], markeredgecolor="black", label="never seen")
+    ax.set_xlim(-1, pairs[-1] + 1)
+    ax.set_ylim(0, TWO_PI * 1.02)
+    ticks = np.arange(0, pairs[-1] + 1, 16)
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_yticks([0, math.pi, TWO_PI], ["0", "π", "2π"])
+    ax.set_xlabel("pair i (fast → slow)")
+    ax.set_ylabel("angle (rad, mod 2π)")
+    ax.set_title(title)
+    key = draw_key(ax, [("seen in training", trained), ("angle at m", dots),
+                        ("never seen", unseen)], corner="upper left")
+    return {"trained": trained, "dots": dots, "outside": unseen, "key": key}
+
+
+def update_angle_coverage(artists, trained_arcs, angles, outside):
+    artists["trained"].set_data(values=np.minimum(trained_arcs, TWO_PI))
+    wrapped = np.mod(angles, TWO_PI)
+    artists["dots"].set_ydata(wrapped)
+    x = np.asarray(artists["dots"].get_xdata())
+    out = np.asarray(outside, dtype=bool)
+    artists["outside"].set_data(x[out], wrapped[out])
+
+
+# ------------------------------------------------------------------ notebook 08: scaling
+
+def _band_span(ax, band):
+    return ax.axvspan(band[0], band[1], color=BAND_COLOUR, alpha=0.4, linewidth=0, zorder=0)
+
+
+def _set_band(span, band):
+    """Move an axvspan rectangle (matplotlib >= 3.9 returns a Rectangle) to a new band."""
+    span.set_x(band[0])
+    span.set_width(band[1] - band[0])
+
+
+def _pair_axis(ax, pairs, xlabel):
+    ax.set_xlim(pairs[0] - 0.5, pairs[-1] + 0.5)
+    ticks = np.arange(0, pairs[-1] + 1, 16)
+    ax.set_xticks(ticks, [str(t) for t in ticks])  # fixed labels: no formatter on each redraw
+    if xlabel:
+        ax.set_xlabel("pair i (fast → slow)")
+
+
+def draw_frequency_ratios(ax, pairs, ratios, band, *, xlabel=True, ylim=(1 / 100, 1.6),
+                          title="Frequency kept, θ′/θ"):
+    """Notebook 08: each method's scaled frequency over the original, per pair (log y: 1 =
+    unchanged, 1/s = divided by s), with YaRN's ramp band shaded. The legend names the
+    methods for all three panels (same colours and line styles everywhere).
+
+    ``ratios`` maps a method's name to an array of length ``len(pairs)``. Returns
+    ``{"lines": {name: Line2D}, "band": Rectangle}``.
+    """
+    original, = ax.plot(pairs, np.ones(len(pairs)), **_line(0))
+    lines = {name: ax.plot(pairs, y, **_line(i + 1))[0]
+             for i, (name, y) in enumerate(ratios.items())}
+    band_span = _band_span(ax, band)
+    _log_y(ax, *ylim, 1, powers=False)
+    _pair_axis(ax, pairs, xlabel)
+    ax.set_ylabel("θ′/θ (1 = unchanged)")
+    ax.set_title(title)
+    key = draw_key(ax, [("original", original), *lines.items(), ("YaRN band", band_span)])
+    return {"lines": lines, "band": band_span, "key": key}
+
+
+def _line(i):
+    style = _series(i)
+    return dict(color=style["color"], linestyle=style["linestyle"], linewidth=2)
+
+
+def update_frequency_ratios(artists, ratios, band):
+    for name, y in ratios.items():
+        artists["lines"][name].set_ydata(y)
+    _set_band(artists["band"], band)
+
+
+def _hline_label(ax, y, text):
+    return ax.text(0.02, y, text, fontsize=8, va="bottom", ha="left",
+                   transform=ax.get_yaxis_transform())
+
+
+def draw_wavelengths(ax, pairs, wavelengths, trained_length, target_length, beta_fast, band,
+                     *, xlabel=True, ylim=(1.0, 1e11), title="Wavelength 2π/θ′"):
+    """Notebook 08: wavelengths (positions, log y) per pair, the original first, then each
+    method (coloured as in ``draw_frequency_ratios``), with labelled horizontal lines at the
+    trained length L0 (one turn in L0: YaRN's beta_slow = 1), L0 / beta_fast and the target
+    length s * L0.
+
+    Returns ``{"lines": {name: Line2D}, "trained", "fast", "target": Line2D, "labels": {...},
+    "band": Rectangle}``.
+    """
+    lines = {name: ax.plot(pairs, y, label=name, **_line(i))[0]
+             for i, (name, y) in enumerate(wavelengths.items())}
+    grey = PALETTE["grey"]
+    levels = {"trained": trained_length, "fast": trained_length / beta_fast,
+              "target": target_length}
+    hlines = {
+        "trained": ax.axhline(levels["trained"], color=grey, linestyle="-", linewidth=1.2),
+        "fast": ax.axhline(levels["fast"], color=grey, linestyle=":", linewidth=1.5),
+        "target": ax.axhline(levels["target"], color=PALETTE["black"], linestyle="--",
+                             linewidth=1),
+    }
+    texts = {"trained": "L0 (1 turn)", "fast": f"L0/{beta_fast:g} ({beta_fast:g} turns)",
+             "target": "s·L0"}
+    labels = {k: _hline_label(ax, levels[k], texts[k]) for k in hlines}
+    labels["trained"].set_va("top")  # below its line: s·L0 sits just above it when s is small
+    band_span = _band_span(ax, band)
+    _log_y(ax, *ylim, 2)
+    _pair_axis(ax, pairs, xlabel)
+    ax.set_ylabel("positions per turn")
+    ax.set_title(title)
+    return {"lines": lines, **hlines, "labels": labels, "band": band_span}
+
+
+def update_wavelengths(artists, wavelengths, trained_length, target_length, beta_fast, band):
+    for name, y in wavelengths.items():
+        artists["lines"][name].set_ydata(y)
+    levels = {"trained": trained_length, "fast": trained_length / beta_fast,
+              "target": target_length}
+    for key, y in levels.items():
+        artists[key].set_ydata([y, y])
+        artists["labels"][key].set_y(y)
+    _set_band(artists["band"], band)
+
+
+def draw_yarn_ramp(ax, pairs, ramp, band, *, xlabel=True, title="YaRN ramp"):
+    """Notebook 08: YaRN's ramp per pair (1 keeps the frequency, 0 divides it by s, linear in
+    between) with the band's ends marked and labelled.
+
+    Returns ``{"ramp": Line2D, "low": Line2D, "high": Line2D, "labels": {...}, "band": Rectangle}``.
+    """
+    style = _series(3)
+    line, = ax.plot(pairs, ramp, marker=style["marker"], markersize=3, **_line(3))
+    low = ax.axvline(band[0], color=PALETTE["black"], linestyle="--", linewidth=1)
+    high = ax.axvline(band[1], color=PALETTE["black"], linestyle=":", linewidth=1.5)
+    labels = {"low": ax.text(band[0], 0.5, "low ", ha="right", va="center", fontsize=8),
+              "high": ax.text(band[1], 0.5, " high", ha="left", va="center", fontsize=8)}
+    band_span = _band_span(ax, band)
+    _pair_axis(ax, pairs, xlabel)
+    ax.set_ylim(-0.05, 1.1)
+    ax.set_yticks([0, 1])
+    ax.set_ylabel("1 = kept, 0 = θ/s")
+    ax.set_title(title)
+    return {"ramp": line, "low": low, "high": high, "labels": labels, "band": band_span}
+
+
+def update_yarn_ramp(artists, ramp, band):
+    artists["ramp"].set_ydata(ramp)
+    artists["low"].set_xdata([band[0], band[0]])
+    artists["high"].set_xdata([band[1], band[1]])
+    artists["labels"]["low"].set_x(band[0])
+    artists["labels"]["high"].set_x(band[1])
+    _set_band(artists["band"], band)

@@ -1,0 +1,269 @@
+"""Widgets for notebooks 07 (RoPE as clocks) and 08 (RoPE scaling).
+
+Each factory computes with ``lessonlib.rope``, draws with ``lessonlib.plots.rope`` and returns
+an ``Explorer`` with three more attributes: ``axes``, ``artists`` (updated in place by every
+slider move) and ``data`` (what the last redraw computed, for tests and curious students).
+``explorer.readout`` is the text a test reads.
+"""
+import ipywidgets as widgets
+import numpy as np
+
+from ..configs import load_config
+from ..plots import rope as plots
+from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_angle, ntk_base,
+                    outside_trained_arc, pairs_never_turning, rope_frequencies, rope_parameters,
+                    rotary_dim, trained_arc_overshoot, turns_within, wavelengths,
+                    yarn_correction_range, yarn_ramp)
+from ._base import Explorer, freeze_layout, new_figure, slider_layout
+
+__all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CLOCK_PAIRS",
+           "scaling_data", "clock_data", "pair_ranges"]
+
+# Real models' bases: Llama 2 / Mistral / DeepSeek / Phi-3 (1e4), gpt-oss (1.5e5),
+# Llama 3 (5e5), Qwen2.5 (1e6), and a few in between.
+BASES = (10_000, 20_000, 50_000, 100_000, 150_000, 500_000, 1_000_000, 5_000_000, 10_000_000)
+TRAINED_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536)
+CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # Example 12's fast, middle and slow hands
+LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's published values
+
+
+def _choices(values, extra):
+    """Slider options: ``values`` and ``extra`` (a model's own value), sorted, (label, value)."""
+    vals = sorted(set(int(v) for v in values) | {int(extra)})
+    return [(f"{v:,}", v) for v in vals]
+
+
+def pair_ranges(indices):
+    """'46-63' or '0, 3-5' for a sorted list of pair indices ('none' when empty)."""
+    idx = [int(i) for i in indices]
+    if not idx:
+        return "none"
+    parts, start = [], idx[0]
+    for prev, cur in zip(idx, idx[1:] + [None]):
+        if cur != prev + 1:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(parts)
+
+
+def _model(config):
+    return load_config(config) if isinstance(config, str) else dict(config)
+
+
+# ------------------------------------------------------------------ notebook 07: clocks
+
+def clock_data(m, b, n_train, r=128):
+    """What the clock figure and its readout show at position ``m``."""
+    theta, _ = rope_frequencies({"head_dim": r, "rope_theta": float(b)})
+    return dict(theta=theta, angles=angle_at(theta, m),
+                trained=largest_trained_angle(theta, n_train),
+                outside=outside_trained_arc(theta, m, n_train),
+                never=pairs_never_turning(theta, n_train),
+                turns=turns_within(theta, n_train))
+
+
+def _clock_readout(m, b, n_train, d):
+    n_pairs = d["theta"].size
+    slow = n_pairs - 1
+    lines = [f"position m = {m:,} · base b = {b:,} · trained on {n_train:,} positions "
+             f"(0 to {n_train - 1:,}) · {n_pairs} pairs",
+             f"pairs that never complete a turn in training: {d['never'].size} of {n_pairs} "
+             f"(pairs {pair_ranges(d['never'])})"]
+    outside = np.flatnonzero(d["outside"])
+    if m < n_train:
+        lines.append("m is inside the trained range: every pair shows an angle it was trained on")
+    else:
+        lines.append(f"pairs whose angle at m was never seen in training: {outside.size} "
+                     f"(pairs {pair_ranges(outside)})")
+    lines.append(f"pair 0: {d['angles'][0]:,.2f} rad = {np.mod(d['angles'][0], plots.TWO_PI):.2f} "
+                 f"rad after whole turns; it turned {d['turns'][0]:,.1f} times in training")
+    lines.append(f"slowest pair {slow}: {d['angles'][slow]:.2f} rad at m; training reached "
+                 f"{d['trained'][slow]:.2f} rad")
+    return "\n".join(lines)
+
+
+def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
+                   max_position=65535):
+    """Move the position m, the base b and the trained length: the clock hands of a few pairs
+    turn, and the right panel shows, for all pairs, the angle at m against the angles training
+    showed them (Example 12: d = 128, base 10,000, 4,096 trained positions, m = 16,383).
+    """
+    pairs = [int(p) for p in pairs]
+    if any(p < 0 or p >= r // 2 for p in pairs):
+        raise ValueError(f"pairs must be in 0..{r // 2 - 1}, got {pairs}")
+    controls = {
+        "m": widgets.IntSlider(value=m, min=0, max=max_position, step=1,
+                               description="position m", **slider_layout("380px")),
+        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=int(b),
+                                     description="base b", **slider_layout("300px")),
+        "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS[:-1], n_train),
+                                           value=int(n_train), description="trained length",
+                                           **slider_layout("300px")),
+    }
+    fig, (ax_clock, ax_cov) = new_figure(figsize=(10, 4.2), ncols=2,
+                                         gridspec_kw=dict(width_ratios=(1, 1.6)))
+    d = clock_data(m, b, n_train, r)
+    artists = {
+        "clock": plots.draw_clock_hands(ax_clock, pairs, d["angles"][pairs],
+                                        d["trained"][pairs]),
+        "coverage": plots.draw_angle_coverage(ax_cov, np.arange(r // 2), d["trained"],
+                                              d["angles"], d["outside"]),
+    }
+    freeze_layout(fig)
+    state = {}
+
+    def redraw(m, b, n_train):
+        d = clock_data(m, b, n_train, r)
+        plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
+        plots.update_angle_coverage(artists["coverage"], d["trained"], d["angles"], d["outside"])
+        state.clear()
+        state.update(d)
+        return _clock_readout(m, b, n_train, d)
+
+    explorer = Explorer(controls, fig, redraw)
+    explorer.axes, explorer.artists, explorer.data = (ax_clock, ax_cov), artists, state
+    explorer.pairs = pairs
+    return explorer
+
+
+# ------------------------------------------------------------------ notebook 08: scaling
+
+
+def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW,
+                 truncate=True):
+    """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
+    ``L0``, rotary dim ``r``; YaRN's band, ramp and mscale; each method's overshoot past the
+    trained arc at the last target position s * L0 - 1."""
+    head = {"head_dim": int(r), "rope_theta": float(b)}
+    theta, _ = rope_frequencies(head)
+    scaling = {
+        "PI (linear)": {"rope_type": "linear", "factor": s},
+        "NTK-aware": {"rope_type": "ntk", "factor": s},
+        "YaRN": {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L0,
+                 "beta_fast": beta_fast, "beta_slow": beta_slow, "truncate": truncate},
+        "llama3": {"rope_type": "llama3", "factor": s, "original_max_position_embeddings": L0,
+                   **LLAMA3_FACTORS},
+    }
+    inv = {name: rope_frequencies({**head, "rope_scaling": rs}) for name, rs in scaling.items()}
+    band = yarn_correction_range(beta_fast, beta_slow, int(r), float(b), int(L0), truncate)
+    target = int(round(s * L0))
+    return dict(
+        theta=theta, inv={k: v[0] for k, v in inv.items()}, band=band,
+        ramp=yarn_ramp(band[0], band[1], int(r) // 2), mscale=inv["YaRN"][1],
+        target=target, never=pairs_never_turning(theta, L0),
+        ntk_base=ntk_base(b, s, r),
+        overshoot={k: trained_arc_overshoot(v[0], target - 1, L0, trained_inv_freq=theta)
+                   for k, v in inv.items()},
+        ratios={k: v[0] / theta for k, v in inv.items()},
+        wavelengths={"original": wavelengths(theta),
+                     **{k: wavelengths(v[0]) for k, v in inv.items() if k != "llama3"}},
+    )
+
+
+def _pairs(indices):
+    return "pairs " + pair_ranges(indices) if len(indices) else "no pairs"
+
+
+def _band_text(band):
+    return f"({band[0]:g}, {band[1]:g})" if all(float(x).is_integer() for x in band) else \
+        f"({band[0]:.2f}, {band[1]:.2f})"
+
+
+def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
+    n_pairs = r // 2
+    last = n_pairs - 1
+    ramp = d["ramp"]
+    kept, divided = np.flatnonzero(ramp == 1.0), np.flatnonzero(ramp == 0.0)
+    blend = np.flatnonzero((ramp > 0.0) & (ramp < 1.0))
+    over = {k: float(v.max()) for k, v in d["overshoot"].items()}
+    worst = int(np.argmax(d["overshoot"]["NTK-aware"]))
+    lines = [
+        f"factor s = {s:g} · base b = {b:,} · trained length L0 = {L0:,} → target s·L0 = "
+        f"{d['target']:,} positions · rotary dim {r} ({n_pairs} pairs)",
+        f"YaRN band (low, high) = {_band_text(d['band'])}: kept {_pairs(kept)} (≥ {beta_fast:g} "
+        f"turns in L0) · ramp {_pairs(blend)} · divided by s {_pairs(divided)} "
+        f"(≤ {beta_slow:g} turn)",
+        "  The band depends on b and L0 only; the factor s sets how far the slow pairs slow down.",
+        f"YaRN mscale = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin, so rotary scores grow "
+        f"by mscale² = {d['mscale'] ** 2:.4f}",
+        f"PI: every pair divided by s; pair 0 now turns {d['inv']['PI (linear)'][0]:.3f} rad "
+        f"per token (trained: {d['theta'][0]:.3f})",
+        f"NTK-aware: base {b:,} → {d['ntk_base']:,.0f}; pair 0 unchanged, pair {last} slowed "
+        f"by {d['theta'][last] / d['inv']['NTK-aware'][last]:.2f}",
+        f"{d['never'].size} of {n_pairs} pairs never turn in L0. Worst overshoot past their "
+        f"trained angle at position {d['target'] - 1:,}:",
+        "  " + " · ".join(f"{k} {v:.3g} rad" for k, v in over.items())
+        + (f"  (NTK-aware: pair {worst})" if over["NTK-aware"] > 0 else ""),
+        "How to read: left, the share of each pair's speed a scheme keeps (yellow: YaRN band); "
+        "middle, positions per turn against L0, L0/32 and s·L0; right, YaRN's ramp.",
+    ]
+    return "\n".join(lines)
+
+
+def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
+                     max_factor=64.0):
+    """Sliders for the scale factor s, the base b and the trained length L0 redraw the per-pair
+    frequency kept by PI, NTK-aware, YaRN and llama3, the wavelengths, and YaRN's ramp; the
+    readout states the YaRN band. Defaults: Examples 13-15 (d = 128, b = 10,000, L0 = 4,096,
+    s = 4). ``config`` (a name for ``load_config`` or a dict) starts from a model's own values.
+    """
+    beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
+    if config is not None:
+        c = _model(config)
+        p = rope_parameters(c)
+        r = rotary_dim(c)
+        b = p["rope_theta"]
+        L0 = c.get("original_max_position_embeddings") or p.get(
+            "original_max_position_embeddings") or c["max_position_embeddings"]
+        factor = p.get("factor") or c["max_position_embeddings"] / L0
+        beta_fast = p.get("beta_fast") or beta_fast
+        beta_slow = p.get("beta_slow") or beta_slow
+        truncate = p.get("truncate", True) if p["rope_type"] == "yarn" else True
+    if not 1.0 <= factor <= max_factor:
+        raise ValueError(f"factor must be in [1, {max_factor}], got {factor}")
+    r = int(r)
+    controls = {
+        "factor": widgets.FloatSlider(value=float(factor), min=1.0, max=float(max_factor),
+                                      step=0.5, readout_format=".1f", description="factor",
+                                      **slider_layout("330px")),
+        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=int(b),
+                                     description="base b", **slider_layout("300px")),
+        "L0": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=int(L0),
+                                      description="trained length L0", **slider_layout("330px")),
+    }
+    fig, (ax_ratio, ax_wave, ax_ramp) = new_figure(figsize=(12.5, 4.2), ncols=3,
+                                                   gridspec_kw=dict(width_ratios=(1.15, 1.15, 0.8)))
+    pairs = np.arange(r // 2)
+    d = scaling_data(float(factor), int(b), int(L0), r, beta_fast, beta_slow, truncate)
+    # Fixed y limits for every slider setting: the slowest wavelength at the largest b and s
+    widest = scaling_data(float(max_factor), max(v for _, v in controls["b"].options),
+                          max(v for _, v in controls["L0"].options), r, beta_fast, beta_slow,
+                          truncate)
+    top = max(max(w.max() for w in widest["wavelengths"].values()), widest["target"])
+    artists = {
+        "ratios": plots.draw_frequency_ratios(ax_ratio, pairs, d["ratios"], d["band"],
+                                              xlabel=False, ylim=(1 / (1.5 * max_factor), 1.6)),
+        "wavelengths": plots.draw_wavelengths(ax_wave, pairs, d["wavelengths"], L0, d["target"],
+                                              beta_fast, d["band"], xlabel=False,
+                                              ylim=(2.0, 3.0 * top)),
+        "ramp": plots.draw_yarn_ramp(ax_ramp, pairs, d["ramp"], d["band"], xlabel=False),
+    }
+    fig.supxlabel("pair i (fast → slow)", fontsize=10)
+    freeze_layout(fig)
+    state = {}
+
+    def redraw(factor, b, L0):
+        d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
+        plots.update_frequency_ratios(artists["ratios"], d["ratios"], d["band"])
+        plots.update_wavelengths(artists["wavelengths"], d["wavelengths"], L0, d["target"],
+                                 beta_fast, d["band"])
+        plots.update_yarn_ramp(artists["ramp"], d["ramp"], d["band"])
+        state.clear()
+        state.update(d)
+        return _scaling_readout(factor, b, L0, r, d, beta_fast, beta_slow)
+
+    explorer = Explorer(controls, fig, redraw)
+    explorer.axes = (ax_ratio, ax_wave, ax_ramp)
+    explorer.artists, explorer.data = artists, state
+    explorer.betas = (beta_fast, beta_slow)
+    return explorer
