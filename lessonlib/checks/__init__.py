@@ -57,7 +57,7 @@ def close_to(answer, expected, *, rtol=1e-6, atol=0.0):
 
 
 def __getattr__(name):
-    """``checks.<topic>`` imports the topic module on first use (nothing runs at package import)."""
+    """``checks.<topic>`` imports the topic module on first use (nothing at package import)."""
     import importlib
     try:
         return importlib.import_module(f"{__name__}.{name}")

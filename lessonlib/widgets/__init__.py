@@ -8,7 +8,7 @@ Callbacks are three lines: compute, update artists, update readout.
 
 
 def __getattr__(name):
-    """``widgets.<topic>`` imports the topic module on first use (nothing runs at package import)."""
+    """``widgets.<topic>`` imports the topic module on first use (nothing at package import)."""
     import importlib
     try:
         return importlib.import_module(f"{__name__}.{name}")

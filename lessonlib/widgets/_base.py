@@ -4,7 +4,7 @@ import html
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
-__all__ = ["Explorer", "new_figure"]
+__all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout"]
 
 
 def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
@@ -65,3 +65,28 @@ class Explorer:
     def _ipython_display_(self):
         from IPython.display import display
         display(self.ui)
+
+
+def freeze_layout(fig):
+    """Lay the figure out once and keep it: later redraws only draw.
+
+    Constrained layout, and matplotlib's placement of axis labels and titles, would otherwise
+    be recomputed from every tick label's extent on every redraw (more than half of a redraw's
+    time). One full draw places everything with the first data; those positions are then
+    fixed (an axis whose tick labels may widen needs extra ``labelpad`` before this). Slider
+    moves keep axis limits, so nothing needs to move.
+    """
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            label = axis.label
+            anchor = label.get_transform().transform(label.get_position())  # display coords
+            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
+        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
+    return fig
+
+
+def slider_layout(width="330px"):
+    """Keyword arguments that give a slider a fixed width and an unclipped description."""
+    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})

@@ -15,7 +15,7 @@ from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace
 from ..traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
                        score_slice_bytes, tiled_traffic)
-from ._base import Explorer, new_figure
+from ._base import Explorer, freeze_layout, new_figure, slider_layout
 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
            "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS"]
@@ -23,28 +23,6 @@ __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "bloc
 LLAMA3_8B_PARAMS = 8.03e9  # Example 16's parameter count for the Llama 3 8B shape
 EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # Examples 2 and 3
 EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # Example 3
-
-
-def _freeze_layout(fig):
-    """Lay the figure out once and keep it: later redraws only draw.
-
-    Constrained layout, then matplotlib's automatic placement of axis labels and titles, would
-    otherwise be recomputed from every tick label's extent on every redraw (more than half
-    of a redraw's time). One full draw places everything; its positions are then fixed.
-    Slider moves keep axis limits, so nothing needs to move.
-    """
-    fig.canvas.draw()
-    fig.set_layout_engine("none")
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            label = axis.label
-            anchor = label.get_transform().transform(label.get_position())  # display coords
-            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
-        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
-
-
-def _slider_layout(width="330px"):
-    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
 
 
 # ------------------------------------------------------------------ notebook 01
@@ -109,9 +87,9 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
         raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
     controls = {
         "n": widgets.SelectionSlider(options=[(f"{x:,}", x) for x in lengths], value=n,
-                                     description="context n (tokens)", **_slider_layout()),
+                                     description="context n (tokens)", **slider_layout("330px")),
         "heads": widgets.IntSlider(value=heads or q_heads, min=4, max=128, step=4,
-                                   description="query heads", **_slider_layout()),
+                                   description="query heads", **slider_layout("330px")),
     }
     fig, (ax_mem, ax_flop) = new_figure(figsize=(10, 4.2), ncols=2)
     memory, flops, _, _ = _memory_data(lengths, controls["heads"].value, cfg)
@@ -121,7 +99,7 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
                                                       controls["heads"].max))
     plots.fit_log_ylim(ax_mem, list(lo[0].values()) + list(hi[0].values()))
     plots.fit_log_ylim(ax_flop, list(lo[1].values()) + list(hi[1].values()))
-    _freeze_layout(fig)
+    freeze_layout(fig)
     state = {}
 
     def redraw(n, heads):
@@ -194,18 +172,18 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
         raise ValueError(f"values must have shape ({n}, 2) to draw them, got {values.shape}")
     controls = {
         "keys": widgets.IntSlider(value=n, min=1, max=n, description="keys read",
-                                  **_slider_layout("260px")),
+                                  **slider_layout("260px")),
         "sink": widgets.Checkbox(value=False, description="learned sink",
                                  layout=widgets.Layout(width="150px")),
         "sink_logit": widgets.FloatSlider(value=sink_logit, min=-2.0, max=8.0, step=0.5,
-                                          description="sink logit", **_slider_layout("260px")),
+                                          description="sink logit", **slider_layout("260px")),
     }
     fig, (ax_terms, ax_plane) = new_figure(figsize=(10, 4.2), ncols=2)
     labels = [f"{j}\n({x:g})" for j, x in enumerate(scores)] + ["sink"]
     artists = {"terms": plots.draw_softmax_terms(ax_terms, labels, np.zeros(n + 1),
                                                  seen=[False] * (n + 1), sink_index=n),
                "plane": plots.draw_value_plane(ax_plane, values, values[:1])}
-    _freeze_layout(fig)
+    freeze_layout(fig)
     state = {}
 
     def redraw(keys, sink, sink_logit):
@@ -285,9 +263,9 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
     blocks = [int(b) for b in blocks]
     controls = {
         "block": widgets.SelectionSlider(options=blocks, value=block,
-                                         description="block size B", **_slider_layout("280px")),
+                                         description="block size B", **slider_layout("280px")),
         "n": widgets.IntSlider(value=n, min=64, max=2048, step=64, description="tokens n",
-                               **_slider_layout("280px")),
+                               **slider_layout("280px")),
         "causal": widgets.Checkbox(value=causal, description="causal mask",
                                    layout=widgets.Layout(width="150px")),
     }
@@ -299,7 +277,7 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
     envelope = [c for size in (controls["n"].min, controls["n"].max)
                 for c in _tiled_data(size, d, block, causal, blocks)["curves"].values()]
     plots.fit_log_ylim(ax_ratio, envelope)
-    _freeze_layout(fig)
+    freeze_layout(fig)
     state = {}
 
     def redraw(block, n, causal):

@@ -10,35 +10,11 @@ import ipywidgets as widgets
 from ..configs import load_config
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
 from ..plots import kv_cache as plots
-from ._base import Explorer, new_figure
+from ._base import Explorer, freeze_layout, new_figure, slider_layout
 
-__all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text",
-           "freeze_layout"]
+__all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text"]
 
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(10, 18))  # 1K .. 128K tokens
-
-
-def _slider_layout(width="330px"):
-    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
-
-
-def freeze_layout(fig):
-    """Lay the figure out once and keep it: later redraws only draw.
-
-    Constrained layout, and matplotlib's placement of axis labels and titles, would otherwise
-    be recomputed from every tick label's extent on every redraw (more than half of a redraw's
-    time). One full draw places everything with the first data; those positions are then
-    fixed (an axis whose tick labels may widen gets extra ``labelpad`` before this).
-    """
-    fig.canvas.draw()
-    fig.set_layout_engine("none")
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            label = axis.label
-            anchor = label.get_transform().transform(label.get_position())  # display coords
-            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
-        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
-    return fig
 
 
 def _config(config):
@@ -105,9 +81,10 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
              labels["mla"]: _sizes_gib(mla, lengths, dtype_bytes)}
     controls = {
         "n": widgets.SelectionSlider(options=[(plots.token_label(x), x) for x in lengths],
-                                     value=n, description="context n (tokens)", **_slider_layout()),
+                                     value=n, description="context n (tokens)",
+                                     **slider_layout("330px")),
         "kv_heads": widgets.SelectionSlider(options=options, value=kv_heads,
-                                            description="KV heads h_kv", **_slider_layout()),
+                                            description="KV heads h_kv", **slider_layout("330px")),
     }
     fig, (ax_size, ax_map) = new_figure(figsize=(10.5, 4.3), ncols=2)
     curves = {labels["mha"]: fixed[labels["mha"]],

@@ -13,8 +13,7 @@ from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
 from ..plots import kv_cache as plots
 from ..plots.needles import draw_needle_heatmap
 from ..traffic import long_context_cost
-from ._base import Explorer, new_figure
-from .kv_cache import freeze_layout
+from ._base import Explorer, freeze_layout, new_figure
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 

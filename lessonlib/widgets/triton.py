@@ -10,27 +10,9 @@ import numpy as np
 from ..kernel_plan import (STRETCH_NAMES, kernel_key_stretches, kernel_tile_counts,
                            kernel_tile_plan, stretch_blocks)
 from ..plots import triton as plots
-from ._base import Explorer, new_figure
+from ._base import Explorer, freeze_layout, new_figure, slider_layout
 
 __all__ = ["tile_map_explorer"]
-
-def _slider_layout(width="250px"):
-    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
-
-
-def _freeze_layout(fig):
-    """Lay the figure out once and keep it: later redraws only draw (constrained layout would
-    re-measure every tick label on each redraw). Axis labels and titles stay where the first
-    full draw put them; axes whose tick labels may widen get a larger labelpad first."""
-    fig.canvas.draw()
-    fig.set_layout_engine("none")
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            label = axis.label
-            anchor = label.get_transform().transform(label.get_position())  # display coords
-            axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
-        ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
-
 
 class _WrappingExplorer(Explorer):
     """An Explorer whose controls wrap onto a second row when the notebook is narrow."""
@@ -140,13 +122,13 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
         raise ValueError(f"block must be one of {blocks}, got {block!r}")
     controls = {
         "n": widgets.IntSlider(value=n, min=128, max=lengths[-1], step=64,
-                               description="tokens n", **_slider_layout()),
+                               description="tokens n", **slider_layout("250px")),
         "block": widgets.SelectionSlider(options=blocks, value=block, description="block size",
-                                         **_slider_layout("200px")),
+                                         **slider_layout("200px")),
         "window": widgets.IntSlider(value=window, min=0, max=1024, step=1,
-                                    description="window W (0 = off)", **_slider_layout("300px")),
+                                    description="window W (0 = off)", **slider_layout("300px")),
         "sinks": widgets.IntSlider(value=sinks, min=0, max=128, description="sink tokens",
-                                   **_slider_layout()),
+                                   **slider_layout("250px")),
         "causal": widgets.Checkbox(value=causal, description="causal",
                                    layout=widgets.Layout(width="120px")),
     }
@@ -159,7 +141,7 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
         "work": plots.draw_work_curves(ax_work, d["lengths"], d["curves"], marker_n=n,
                                        ylim=(0.5, top), ticks=lengths),
     }
-    _freeze_layout(fig)
+    freeze_layout(fig)
     state = {}
 
     def redraw(n, block, window, sinks, causal):

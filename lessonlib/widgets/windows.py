@@ -12,14 +12,9 @@ from ..attention import attention_mask
 from ..configs import load_config
 from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
 from ..plots import windows as plots
-from ._base import Explorer, new_figure
-from .kv_cache import freeze_layout
+from ._base import Explorer, freeze_layout, new_figure, slider_layout
 
 __all__ = ["window_explorer", "mask_codes", "with_window"]
-
-
-def _slider_layout(width="300px"):
-    return dict(layout=widgets.Layout(width=width), style={"description_width": "initial"})
 
 
 def with_window(config, window):
@@ -70,11 +65,11 @@ def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=5
         raise ValueError(f"config {name!r} has no sliding-window layers")
     controls = {
         "window": widgets.IntSlider(value=window, min=1, max=max_n, step=1, description="window",
-                                    **_slider_layout()),
+                                    **slider_layout("300px")),
         "sinks": widgets.IntSlider(value=sinks, min=0, max=16, description="sinks",
-                                   **_slider_layout("220px")),
+                                   **slider_layout("220px")),
         "context": widgets.IntSlider(value=n, min=16, max=max_n, step=16,
-                                     description="context n", **_slider_layout()),
+                                     description="context n", **slider_layout("300px")),
     }
     fig, (ax_mask, ax_bars) = new_figure(figsize=(10.5, 4.6), ncols=2)
     for ax in (ax_mask, ax_bars):  # room for tick labels that widen as n grows (frozen layout)
