@@ -42,9 +42,17 @@ else
 	  --nbval-sanitize-with nbval_sanitize.cfg -n $(JOBS) --dist loadfile -q $(NOTEBOOKS)
 endif
 
+# JupyterLab and the presenter in Debian's Chromium, headless (installed with apt if missing;
+# skipped with the command to run where it cannot be, never under CI=true). -rs: say why.
 browser: $(STAMP)
-	@if [ -d tests/browser ]; then $(PY) -m pytest tests/browser -q; \
+	@if [ -d tests/browser ]; then $(PY) -m pytest tests/browser -q -rs; \
 	 else echo "browser: no browser tests yet"; fi
+
+# One notebook as an app for a live demo (Voila): widgets only, large type, 127.0.0.1 and a
+# token; prints the URL. make present NB=08_rope_scaling
+present: $(STAMP)
+	@test -n "$(NB)" || { echo "usage: make present NB=08_rope_scaling"; exit 2; }
+	$(PY) scripts/present.py $(NB)
 
 bench: $(STAMP)
 	$(PY) benchmarks/attention_cpu.py

@@ -1,0 +1,85 @@
+"""Serve one notebook as an app for a live demo: its widgets only, large type, on 127.0.0.1.
+
+    make present NB=08_rope_scaling
+    .venv/bin/python scripts/present.py 08_rope_scaling [--port 8866] [--token T]
+
+Voila runs the notebook top to bottom in a fresh kernel and shows what a room needs: no code
+(``strip_sources``), no prose or printed output, the sliders, figures and readouts in large type
+(the ``presenter`` template in presenter/voila/templates/, found through JUPYTER_PATH; figures
+at 130 dpi through presenter/matplotlibrc). It listens on 127.0.0.1 only, behind a token, and
+prints the URL to open. Ctrl-C stops it and its kernel.
+
+tests/browser/test_present.py starts Voila through this script, so what the test checks is what
+an instructor runs.
+"""
+import argparse
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESENTER = ROOT / "presenter"
+TEMPLATE = "presenter"  # presenter/voila/templates/presenter/
+
+
+def notebook_path(name):
+    """``08_rope_scaling``, ``08_rope_scaling.ipynb`` or a path -> an existing notebook."""
+    candidates = [Path(name)]
+    if not name.endswith(".ipynb"):
+        candidates.append(Path(name + ".ipynb"))
+    candidates += [ROOT / "notebooks" / c.name for c in candidates]
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    raise SystemExit(f"present: no notebook {name!r} here or in notebooks/ "
+                     "(try: make present NB=08_rope_scaling)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def presenter_url(port, token):
+    return f"http://127.0.0.1:{port}/?token={token}"
+
+
+def voila_command(notebook, port, token):
+    """The Voila command line: one notebook, loopback only, a token, the presenter template."""
+    return [sys.executable, "-m", "voila", str(notebook),
+            "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
+            "--Voila.port_retries=0",  # a taken port is an error, not a different URL
+            f"--Voila.token={token}",
+            f"--template={TEMPLATE}", "--strip_sources=True"]
+
+
+def voila_env(base=None):
+    """The environment for Voila and its kernel: the presenter template and matplotlibrc."""
+    env = dict(os.environ if base is None else base)
+    env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(PRESENTER), env.get("JUPYTER_PATH"))
+                                          if p)
+    env["MATPLOTLIBRC"] = str(PRESENTER / "matplotlibrc")
+    env.pop("MPLBACKEND", None)  # the kernel draws with ipympl (%matplotlib widget)
+    return env
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebook", help="08_rope_scaling, or a path to a .ipynb")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--token", default=None, help="default: a new random token")
+    args = parser.parse_args(argv)
+    notebook = notebook_path(args.notebook)
+    port = args.port or free_port()
+    token = args.token or secrets.token_hex(16)
+    print(f"Presenting {notebook.name} (widgets only). Open this URL; Ctrl-C stops it:\n"
+          f"    {presenter_url(port, token)}", flush=True)
+    cmd = voila_command(notebook, port, token)
+    os.execve(cmd[0], cmd, voila_env())  # Voila replaces this process: signals reach it
+
+
+if __name__ == "__main__":
+    main()
