@@ -34,7 +34,10 @@ import triton
 import triton.language as tl
 
 from ._validate import int_at_least
-from .kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED  # noqa: F401  (kernel_tile_map's codes)
+from .kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED
+
+__all__ = ["flash_attention", "kernel_tile_map", "default_config", "TILE_SKIPPED", "TILE_MASKED",
+           "TILE_FULL"]  # the tile codes kernel_tile_map records
 
 LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * LOG2_E)
 

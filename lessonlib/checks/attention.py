@@ -16,7 +16,7 @@ from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from ..softmax import online_attention_trace, online_softmax_trace
 from ..traffic import GIB, MIB, long_context_cost, naive_traffic, score_matrix_table, tiled_traffic
 from ..attention import key_blocks
-from . import close_to, correct, not_attempted, wrong
+from . import check_number, close_to, correct, not_attempted, wrong
 
 __all__ = [
     "score_matrix_gib", "unfused_scores_mib", "attention_share",
@@ -35,36 +35,6 @@ QUESTIONS = {
     "causal_skipped_blocks": dict(n=300, block=64),
     "small_block_ratio": dict(n=4096, d=128, block=32),
 }
-
-
-def _as_number(answer):
-    if isinstance(answer, np.ndarray) and answer.ndim == 0:  # e.g. the result of np.sum
-        answer = answer.item()
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (Number, np.number)):
-        return None
-    value = float(answer)
-    return value if math.isfinite(value) else None
-
-
-def _fmt(value, unit):
-    text = f"{value:,.0f}" if value == int(value) and abs(value) >= 1 else f"{value:,.4g}"
-    return f"{text} {unit}" if unit else text
-
-
-def _check_number(name, answer, expected, mistakes, *, unit, rtol=2e-3, generic=""):
-    """Correct within rtol; else the hint of the first typical mistake it matches."""
-    if answer is None:
-        return not_attempted(name)
-    value = _as_number(answer)
-    if value is None:
-        return wrong(name, f"Give one finite number{f' (in {unit})' if unit else ''}, "
-                           f"got {answer!r}.")
-    if math.isclose(value, expected, rel_tol=rtol):
-        return correct(name, f"Correct: {_fmt(expected, unit)}.")
-    for candidate, hint in mistakes:
-        if math.isclose(value, candidate, rel_tol=rtol):
-            return wrong(name, hint)
-    return wrong(name, f"Not {_fmt(value, unit)}. {generic}".strip())
 
 
 # ------------------------------------------------------------------ notebook 01
@@ -86,7 +56,7 @@ def score_matrix_gib(answer):
                                   "question asks for the size of S once."),
         (expected * layers, f"That is all {layers} layers; the question asks for one layer."),
     ]
-    return _check_number("score_matrix_gib", answer, expected, mistakes, unit="GiB",
+    return check_number("score_matrix_gib", answer, expected, mistakes, unit="GiB",
                          generic="Count n x n scores per head, times heads, times 4 bytes, "
                                  "divided by 2**30.")
 
@@ -116,7 +86,7 @@ def unfused_scores_mib(answer):
                                  "leaves as the largest tensor; the question asks for the scores."),
         (expected * 1.048576, "Right bytes, wrong unit: 1 MiB is 2**20 bytes, not 10**6."),
     ]
-    return _check_number("unfused_scores_mib", answer, expected, mistakes, unit="MiB",
+    return check_number("unfused_scores_mib", answer, expected, mistakes, unit="MiB",
                          generic="Queries x keys x query heads x 4 bytes, divided by 2**20.")
 
 
@@ -140,7 +110,7 @@ def attention_share(answer):
                                                      f"by the {q['layers']} layers."),
         (1 - expected, "That is the weights' share; the question asks for attention's."),
     ]
-    return _check_number("attention_share", answer, expected, mistakes, unit="",
+    return check_number("attention_share", answer, expected, mistakes, unit="",
                          generic="weights = 2 x params x n; causal attention = 2 x n^2 x "
                                  "q_dim x layers; share = attention / (weights + attention).")
 
@@ -365,7 +335,7 @@ def sink_share(answer):
                                   f"against m = {keys.m:g}, so the sink's term must be too "
                                   f"(exp(sink - m)), or rescale everything to the new max."),
     ]
-    return _check_number("sink_share", answer, expected, mistakes, unit="",
+    return check_number("sink_share", answer, expected, mistakes, unit="",
                          generic="With the sink as one more score: m_new = max(m, sink), "
                                  "s_new = s * exp(m - m_new) + exp(sink - m_new); the share is "
                                  "exp(sink - m_new) / s_new.")
@@ -398,7 +368,7 @@ def tiled_reads(answer):
          f"The last key block holds only n - {n // b}B = {n % b} rows: count the real rows, "
          f"not full blocks."),
     ]
-    return _check_number("tiled_reads", answer, expected, mistakes, unit="floats", rtol=1e-9,
+    return check_number("tiled_reads", answer, expected, mistakes, unit="floats", rtol=1e-9,
                          generic="reads = n d (queries, once) + ceil(n / B) x 2 n d (all K and "
                                  "V rows per query block).")
 
@@ -478,6 +448,6 @@ def small_block_ratio(answer):
                                       "floats)."),
         (4 * n * n / tiled, "Naive also moves Q, K, V and O (4 n d floats), not only S and P."),
     ]
-    return _check_number("small_block_ratio", answer, expected, mistakes, unit="",
+    return check_number("small_block_ratio", answer, expected, mistakes, unit="",
                          rtol=1e-3, generic="Divide naive_traffic(n, d).total by "
                                             "tiled_traffic(n, d, B).total, or the formulas.")

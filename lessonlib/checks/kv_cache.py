@@ -5,16 +5,13 @@ Verdict: not attempted, correct, or wrong with a hint that names the mistake. Th
 values are computed by lessonlib; the typical mistakes are recomputed here the wrong way so
 that a hint can say which one was made.
 """
-import math
-from numbers import Number
-
 import numpy as np
 
 from ..configs import load_config
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token
-from . import correct, not_attempted, wrong
+from . import check_number, correct, not_attempted, wrong
 
-__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "QUESTIONS", "check_number"]
+__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "QUESTIONS"]
 
 # The fixed inputs of each exercise (the notebook states them in the question).
 QUESTIONS = {
@@ -22,39 +19,6 @@ QUESTIONS = {
     "mla_cache_gib": dict(config="DeepSeek-V3", n=163840, dtype_bytes=2),
     "kv_head_map": dict(hq=32, hkv=8),
 }
-
-
-def _as_number(answer):
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (Number, np.number)):
-        return None
-    value = float(answer)
-    return value if math.isfinite(value) else None
-
-
-def _fmt(value, unit):
-    whole = (value == int(value) and abs(value) >= 1) or abs(value) >= 1000
-    text = f"{value:,.0f}" if whole else f"{value:,.4g}"
-    return f"{text} {unit}" if unit else text
-
-
-def check_number(name, answer, expected, mistakes, *, unit, rtol=2e-3, generic=""):
-    """Correct within ``rtol``; else the hint of the first typical mistake it matches.
-
-    ``mistakes`` is a list of (value a typical mistake gives, hint). Shared by the checks of
-    notebooks 05, 06 and 09.
-    """
-    if answer is None:
-        return not_attempted(name)
-    value = _as_number(answer)
-    if value is None:
-        return wrong(name, f"Give one finite number{f' (in {unit})' if unit else ''}, "
-                           f"got {answer!r}.")
-    if math.isclose(value, expected, rel_tol=rtol):
-        return correct(name, f"Correct: {_fmt(expected, unit)}.")
-    for candidate, hint in mistakes:
-        if math.isclose(value, candidate, rel_tol=rtol):
-            return wrong(name, hint)
-    return wrong(name, f"Not {_fmt(value, unit)}. {generic}".strip())
 
 
 def _shape(cfg):

@@ -12,8 +12,7 @@ from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token
 from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
 from ..traffic import long_context_cost
-from . import correct, not_attempted, wrong
-from .kv_cache import check_number
+from . import check_number, correct, not_attempted, wrong
 
 __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS"]
 

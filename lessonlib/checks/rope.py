@@ -6,13 +6,12 @@ values come from ``lessonlib.rope``; the typical mistakes are recomputed here th
 that a hint can say which one was made.
 """
 import math
-from numbers import Number
 
 import numpy as np
 
 from .. import rope as R
 from ..configs import load_config
-from . import close_to, correct, not_attempted, wrong
+from . import check_number, close_to, correct, not_attempted, wrong
 
 __all__ = ["inv_freq", "rotate_neox", "never_turning", "ntk_base", "yarn_band",
            "yarn_score_factor", "pi_overshoot", "QUESTIONS"]
@@ -28,31 +27,6 @@ QUESTIONS = {
     "pi_overshoot": dict(d=128, base=10_000.0, n_train=4096, factor=8.0, position=32767,
                          pair=4),
 }
-
-
-def _number(answer):
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (Number, np.number)):
-        return None
-    value = float(answer)
-    return value if math.isfinite(value) else None
-
-
-def _check_number(name, answer, expected, mistakes, *, rtol=1e-3, atol=0.0, unit="", fmt=".4g",
-                  generic=""):
-    """Correct within tolerance; else the hint of the first typical mistake it matches."""
-    if answer is None:
-        return not_attempted(name)
-    value = _number(answer)
-    if value is None:
-        return wrong(name, f"Give one finite number{f' (in {unit})' if unit else ''}, "
-                           f"got {answer!r}.")
-    unit_text = f" {unit}" if unit else ""
-    if math.isclose(value, expected, rel_tol=rtol, abs_tol=atol):
-        return correct(name, f"Correct: {expected:{fmt}}{unit_text}.")
-    for candidate, hint in mistakes:
-        if math.isclose(value, candidate, rel_tol=rtol, abs_tol=atol):
-            return wrong(name, hint)
-    return wrong(name, f"Not {value:{fmt}}{unit_text}. {generic}".strip())
 
 
 def _theta(base, d, exponent):
@@ -187,7 +161,7 @@ def never_turning(answer):
          "That uses the llama3-scaled frequencies; the question asks about the base RoPE the "
          "model was trained with (before the 8x extension)."),
     ]
-    return _check_number(name, answer, expected, mistakes, rtol=0, atol=0.5, fmt=".0f",
+    return check_number(name, answer, expected, mistakes, rtol=0, atol=0.5, fmt=".0f",
                          unit="pairs",
                          generic=f"Count the pairs whose wavelength 2 pi / theta_i is longer "
                                  f"than {n:,} positions.")
@@ -210,7 +184,7 @@ def ntk_base(answer):
         (b / s, "The base must grow (slower pairs), not shrink: base' = base * s^(d/(d-2))."),
         (b * s ** 2, "The exponent is d/(d-2), just above 1, not 2."),
     ]
-    return _check_number("ntk_base", answer, expected, mistakes, rtol=1e-4, fmt=",.1f",
+    return check_number("ntk_base", answer, expected, mistakes, rtol=1e-4, fmt=",.1f",
                          generic="base' = base * s^(d/(d-2)).")
 
 
@@ -283,7 +257,7 @@ def yarn_score_factor(answer):
         (math.sqrt(mscale), "Squared, not square-rooted: q and k each carry one mscale."),
         (1.0 / expected, "The scores grow (a sharper softmax), they do not shrink."),
     ]
-    return _check_number("yarn_score_factor", answer, expected, mistakes, rtol=1e-4, fmt=".4f",
+    return check_number("yarn_score_factor", answer, expected, mistakes, rtol=1e-4, fmt=".4f",
                          generic="mscale = 0.1 ln(s) + 1 on cos and sin; q.k carries it twice.")
 
 
@@ -311,6 +285,6 @@ def pi_overshoot(answer):
                                    "position is divided by s first."),
         (-expected, "Sign: the scaled angle is larger than the trained maximum."),
     ]
-    return _check_number("pi_overshoot", answer, expected, mistakes, rtol=1e-6, atol=1e-9,
+    return check_number("pi_overshoot", answer, expected, mistakes, rtol=1e-6, atol=1e-9,
                          unit="rad", fmt=".4g",
                          generic=f"(m / s) * theta_{i} - (L0 - 1) * theta_{i}.")

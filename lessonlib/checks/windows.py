@@ -9,8 +9,7 @@ import numpy as np
 from ..configs import load_config
 from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
 from ..streaming import StreamingCache, receptive_field
-from . import correct, not_attempted, wrong
-from .kv_cache import check_number
+from . import check_number, correct, not_attempted, wrong
 
 __all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions",
            "QUESTIONS"]

@@ -5,10 +5,9 @@ tile for tile against the kernel): the interpreter takes seconds for a map that 
 in a millisecond, and a slider must redraw at once. Nothing here imports triton.
 """
 import ipywidgets as widgets
-import numpy as np
 
-from ..kernel_plan import (STRETCH_NAMES, kernel_key_stretches, kernel_tile_counts,
-                           kernel_tile_plan, stretch_blocks)
+from ..kernel_plan import (kernel_key_stretches, kernel_tile_counts, kernel_tile_plan,
+                           stretch_blocks)
 from ..plots import triton as plots
 from ._base import Explorer, freeze_layout, new_figure, slider_layout
 
