@@ -4,26 +4,12 @@ import runpy
 
 import pytest
 
-from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import kv_cache as checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions", "05_kv_cache.py"))
 GIB = 2 ** 30
 NAMES = ["kv_cache_gib", "mla_cache_gib", "kv_head_map"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_stub_is_not_attempted(name):
-    verdict = getattr(checks, name)(None)
-    assert verdict.ok is None and verdict.message == NOT_ATTEMPTED and not verdict
-    assert "not attempted" in repr(verdict)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_reference_solution_is_correct(name):
-    verdict = getattr(checks, name)(SOLUTIONS[name])
-    assert verdict.ok is True, verdict.message
 
 
 # Qwen2.5-7B: 28 layers, 28 query heads, 4 KV heads, head_dim 128; 32,768 tokens, F16.

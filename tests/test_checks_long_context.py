@@ -5,7 +5,6 @@ import runpy
 
 import pytest
 
-from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import long_context as checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -13,18 +12,6 @@ SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions",
                                         "09_long_context_cost_and_needles.py"))
 NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_found"]
 P, L, Q = 8.03e9, 32, 4096
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_stub_is_not_attempted(name):
-    verdict = getattr(checks, name)(None)
-    assert verdict.ok is None and verdict.message == NOT_ATTEMPTED
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_reference_solution_is_correct(name):
-    verdict = getattr(checks, name)(SOLUTIONS[name])
-    assert verdict.ok is True, verdict.message
 
 
 @pytest.mark.parametrize("answer, hint", [

@@ -8,11 +8,9 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exports it too)
 
 import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from lessonlib.attention import naive_attention  # noqa: E402
-from lessonlib.checks import NOT_ATTEMPTED  # noqa: E402
 from lessonlib.checks import triton as checks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,21 +33,6 @@ def assert_wrong(verdict, *fragments):
     assert verdict.ok is False, verdict
     for f in fragments:
         assert f.lower() in verdict.message.lower(), (f, verdict.message)
-
-
-@pytest.mark.parametrize("name", sorted(ALL))
-def test_stub_is_not_attempted(name):
-    verdict = getattr(checks, name)(None)
-    assert verdict.ok is None
-    assert verdict.message == NOT_ATTEMPTED
-    assert repr(verdict).startswith(f"[{name}: not attempted]")
-
-
-@pytest.mark.parametrize("name", sorted(ALL))
-def test_reference_solution_is_correct(name):
-    verdict = getattr(checks, name)(ALL[name])
-    assert verdict.ok is True, verdict
-    assert verdict.message.startswith("Correct")
 
 
 # ------------------------------------------------------------------ 1. the launch grid

@@ -4,7 +4,6 @@ import runpy
 
 import pytest
 
-from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import windows as checks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -12,18 +11,6 @@ SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions",
                                         "06_sliding_windows_and_sinks.py"))
 MIB = 2 ** 20
 NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_stub_is_not_attempted(name):
-    verdict = getattr(checks, name)(None)
-    assert verdict.ok is None and verdict.message == NOT_ATTEMPTED
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_reference_solution_is_correct(name):
-    verdict = getattr(checks, name)(SOLUTIONS[name])
-    assert verdict.ok is True, verdict.message
 
 
 @pytest.mark.parametrize("answer, hint", [

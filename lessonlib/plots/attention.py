@@ -10,6 +10,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
+from ._style import PALETTE
+
 __all__ = [
     "PALETTE", "STYLES", "fit_log_ylim", "draw_curves", "update_curves", "draw_memory_curves",
     "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms", "draw_value_plane",
@@ -17,9 +19,6 @@ __all__ = [
     "update_ratio_curves", "BLOCK_SKIPPED", "BLOCK_MASKED", "BLOCK_FULL",
 ]
 
-# Okabe & Ito (2008), "Color Universal Design".
-PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999"}
 # Series styles, in order: a colour, a line style and a marker each.
 STYLES = [dict(color=PALETTE["blue"], linestyle="-", marker="o"),
           dict(color=PALETTE["vermillion"], linestyle="--", marker="s"),

@@ -9,13 +9,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
+from ._style import PALETTE
+
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
            "draw_head_map", "update_head_map"]
 
-# Okabe & Ito (2008), "Color Universal Design".
-PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999",
-           "yellow": "#F0E442"}
 # Series styles, in order: a colour, a line style and a marker each.
 STYLES = [dict(color=PALETTE["blue"], linestyle="-", marker="o"),
           dict(color=PALETTE["vermillion"], linestyle="--", marker="s"),

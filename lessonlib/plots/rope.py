@@ -15,6 +15,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullLocator
 from matplotlib.transforms import ScaledTranslation
 
+from ._style import PALETTE
+
 __all__ = [
     "PALETTE", "SERIES", "TWO_PI", "draw_key", "draw_clock_hands", "update_clock_hands",
     "draw_angle_coverage", "update_angle_coverage", "draw_frequency_ratios",
@@ -23,10 +25,6 @@ __all__ = [
 ]
 
 TWO_PI = 2.0 * math.pi
-# Okabe & Ito (2008), "Color Universal Design".
-PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999",
-           "yellow": "#F0E442"}
 # One colour, line style and marker per series, in order.
 SERIES = [dict(color=PALETTE["black"], linestyle="-", marker="o"),
           dict(color=PALETTE["blue"], linestyle="--", marker="s"),

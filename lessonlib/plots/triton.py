@@ -11,15 +11,13 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 from ..kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED
+from ._style import PALETTE
 
 __all__ = [
     "PALETTE", "TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "TILE_LABELS", "WORK_STYLES",
     "draw_tile_map", "update_tile_map", "draw_work_curves", "update_work_curves",
 ]
 
-# Okabe & Ito (2008), "Color Universal Design".
-PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-           "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999"}
 
 # The codes of `lessonlib.triton_attention.kernel_tile_map` (a test keeps them equal).
 TILE_LABELS = ("skipped (never loaded)", "computed with the mask", "computed, no mask")
