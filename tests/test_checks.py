@@ -2,17 +2,17 @@
 the instructors' reference solution (instructors/solutions/<notebook>.py defines the answer under
 the check's name). Topic files (test_checks_<topic>.py) test the hints for wrong answers."""
 import glob
-import importlib.util
 import json
 import os
 import re
 
 import pytest
 
+from _support import ROOT, solutions
+
 from lessonlib import checks
 from lessonlib.checks import NOT_ATTEMPTED, Verdict, check_number
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALL = re.compile(r"^checks\.(\w+)\.(\w+)\(", re.M)
 
 
@@ -24,14 +24,6 @@ def exercises():
             if cell["cell_type"] == "code":
                 for topic, name in CALL.findall("".join(cell["source"])):
                     yield pytest.param(stem, topic, name, id=f"{stem}:{name}")
-
-
-def solutions(stem):
-    path = os.path.join(ROOT, "instructors", "solutions", f"{stem}.py")
-    spec = importlib.util.spec_from_file_location(f"solutions_{stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("stem, topic, name", list(exercises()))

@@ -1,26 +1,15 @@
 """The exercise checks of notebooks 01-03: the stub is "not attempted", the instructors'
 reference solution is correct, and each typical mistake gets the hint that names it."""
-import importlib.util
 import math
-import os
 
 import numpy as np
 import pytest
 
 from lessonlib.checks import attention as checks
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def solution(name):
-    path = os.path.join(ROOT, "instructors", "solutions", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"solution_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _support import assert_wrong, solutions
 
 
-S1, S2, S3 = (solution(n) for n in
+S1, S2, S3 = (solutions(n) for n in
               ("01_attention_memory", "02_online_softmax", "03_tiled_attention"))
 
 ALL = {
@@ -34,12 +23,6 @@ ALL = {
     "causal_skipped_blocks": S3.causal_skipped_blocks,
     "small_block_ratio": S3.small_block_ratio,
 }
-
-
-def assert_wrong(verdict, *fragments):
-    assert verdict.ok is False, verdict
-    for f in fragments:
-        assert f.lower() in verdict.message.lower(), (f, verdict.message)
 
 
 @pytest.mark.parametrize("name", ["score_matrix_gib", "unfused_scores_mib", "attention_share",

@@ -1,13 +1,11 @@
 """lessonlib.checks.kv_cache: the reference solutions pass, typical mistakes get their hint."""
-import os
-import runpy
 
 import pytest
+from _support import solutions
 
 from lessonlib.checks import kv_cache as checks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions", "05_kv_cache.py"))
+SOLUTIONS = vars(solutions("05_kv_cache"))
 GIB = 2 ** 30
 NAMES = ["kv_cache_gib", "mla_cache_gib", "kv_head_map"]
 

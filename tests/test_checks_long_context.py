@@ -1,15 +1,12 @@
 """lessonlib.checks.long_context: the reference solutions pass, typical mistakes get a hint."""
 import math
-import os
-import runpy
 
 import pytest
+from _support import solutions
 
 from lessonlib.checks import long_context as checks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions",
-                                        "09_long_context_cost_and_needles.py"))
+SOLUTIONS = vars(solutions("09_long_context_cost_and_needles"))
 NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_found"]
 P, L, Q = 8.03e9, 32, 4096
 

@@ -1,26 +1,15 @@
 """The exercise checks of notebooks 07-08: the stub is "not attempted", the instructors'
 reference solution is correct, and each typical mistake gets the hint that names it."""
-import importlib.util
 import math
-import os
 
 import numpy as np
 
 from lessonlib import rope as R
 from lessonlib.checks import rope as checks
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def solution(name):
-    path = os.path.join(ROOT, "instructors", "solutions", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"solution_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _support import assert_wrong, solutions
 
 
-S7, S8 = solution("07_rope"), solution("08_rope_scaling")
+S7, S8 = solutions("07_rope"), solutions("08_rope_scaling")
 ALL = {
     "inv_freq": S7.inv_freq,
     "rotate_neox": S7.rotate_neox,
@@ -30,12 +19,6 @@ ALL = {
     "yarn_score_factor": S8.yarn_score_factor,
     "pi_overshoot": S8.pi_overshoot,
 }
-
-
-def assert_wrong(verdict, *fragments):
-    assert verdict.ok is False, verdict
-    for f in fragments:
-        assert f.lower() in verdict.message.lower(), (f, verdict.message)
 
 
 def test_every_check_is_listed_and_exported():

@@ -1,7 +1,6 @@
 """The exercise checks of notebook 04: the stub is "not attempted", the instructors' reference
 solution is correct, each typical mistake gets the hint that names it, and the expected answers
 are what the kernel itself does (run under Triton's interpreter)."""
-import importlib.util
 import math
 import os
 
@@ -12,27 +11,12 @@ import torch  # noqa: E402
 
 from lessonlib.attention import naive_attention  # noqa: E402
 from lessonlib.checks import triton as checks  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def solution(name):
-    path = os.path.join(ROOT, "instructors", "solutions", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"solution_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _support import assert_wrong, solutions  # noqa: E402
 
 
-S4 = solution("04_flash_attention_triton")
+S4 = solutions("04_flash_attention_triton")
 ALL = {name: getattr(S4, name) for name in
        ("grid_programs", "program_heads", "visited_key_blocks", "sink_output")}
-
-
-def assert_wrong(verdict, *fragments):
-    assert verdict.ok is False, verdict
-    for f in fragments:
-        assert f.lower() in verdict.message.lower(), (f, verdict.message)
 
 
 # ------------------------------------------------------------------ 1. the launch grid

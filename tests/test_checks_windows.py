@@ -1,14 +1,11 @@
 """lessonlib.checks.windows: the reference solutions pass, typical mistakes get their hint."""
-import os
-import runpy
 
 import pytest
+from _support import solutions
 
 from lessonlib.checks import windows as checks
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOLUTIONS = runpy.run_path(os.path.join(ROOT, "instructors", "solutions",
-                                        "06_sliding_windows_and_sinks.py"))
+SOLUTIONS = vars(solutions("06_sliding_windows_and_sinks"))
 MIB = 2 ** 20
 NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions"]
 

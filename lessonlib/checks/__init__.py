@@ -14,6 +14,8 @@ from numbers import Number
 
 import numpy as np
 
+from .._lazy import topic_modules
+
 __all__ = ["Verdict", "NOT_ATTEMPTED", "correct", "wrong", "not_attempted", "close_to", "as_number",
            "format_value", "check_number"]
 
@@ -96,12 +98,4 @@ def check_number(name, answer, expected, mistakes, *, unit="", rtol=2e-3, atol=0
     return wrong(name, f"Not {format_value(value, unit, fmt)}. {generic}".strip())
 
 
-def __getattr__(name):
-    """``checks.<topic>`` imports the topic module on first use (nothing at package import)."""
-    import importlib
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = topic_modules(__name__)  # checks.<topic>: imported on first use

@@ -5,14 +5,6 @@ display, holding the sliders and the ipympl canvas), ``.readout`` (the text show
 figure, what tests read), the sliders by name and the artists it updates in place.
 Callbacks are three lines: compute, update artists, update readout.
 """
+from .._lazy import topic_modules
 
-
-def __getattr__(name):
-    """``widgets.<topic>`` imports the topic module on first use (nothing at package import)."""
-    import importlib
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = topic_modules(__name__)  # widgets.<topic>: imported on first use
