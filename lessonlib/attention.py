@@ -19,6 +19,7 @@ block_q x block_k score tile per query head.
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -207,6 +208,19 @@ def _tiled_group(q, k, v, sinks, scale, causal, window, sink_tokens, block_q, bl
         out[:, :, i0:i1] = (acc / l[..., None]).reshape(a, g, bq, -1)
 
 
+@lru_cache(maxsize=1)
+def _threadpools():
+    from threadpoolctl import ThreadpoolController
+    return ThreadpoolController()
+
+
+def _blas_threads(n):
+    """Limit BLAS to n threads inside the block. A tile's matmuls are small; left at its default,
+    OpenBLAS wakes its own threads for each call and busy-waits for them, on top of ours
+    (measured on 2 busy cores: 20x slower)."""
+    return _threadpools().limit(limits=n, user_api="blas")
+
+
 def _split_heads(hkv, g, parts):
     """Cut the (hkv, g) head grid into about `parts` slices of whole KV heads or query groups."""
     if hkv >= parts or g == 1:
@@ -245,10 +259,11 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
                      sink_tokens, block_q, block_k, out[kv, gs])
 
     parts = _split_heads(hkv, g, threads)
-    if len(parts) == 1:
-        run(parts[0])
-    else:
-        with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-            list(pool.map(run, parts))
+    with _blas_threads(1):  # tiles are small matmuls: our threads, not BLAS's, use the cores
+        if len(parts) == 1:
+            run(parts[0])
+        else:
+            with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+                list(pool.map(run, parts))
     out = out.reshape(hq, nq, -1)
     return out[0] if a.squeeze else out

@@ -243,3 +243,28 @@ def test_bad_block_sizes(kw, match):
 def test_bad_mask_arguments(args, kw, match):
     with pytest.raises(ValueError, match=match):
         attention_mask(*args, **kw)
+
+
+def test_blas_threads_are_limited_inside_and_restored_after():
+    from threadpoolctl import threadpool_info
+
+    import lessonlib.attention as A
+
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    seen = []
+    original = A._tiled_group
+
+    def spy(*args):
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return original(*args)
+
+    rng = np.random.default_rng(9)
+    q, k, v = rand(rng, 4, 20, 8), rand(rng, 2, 20, 8), rand(rng, 2, 20, 8)
+    A._tiled_group = spy
+    try:
+        out = tiled_attention(q, k, v, causal=True, block_q=8, block_k=8)
+    finally:
+        A._tiled_group = original
+    np.testing.assert_allclose(out, naive_attention(q, k, v, causal=True), rtol=1e-5, atol=1e-6)
+    assert seen and all(all(n == 1 for n in s) for s in seen)
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
