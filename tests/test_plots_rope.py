@@ -12,12 +12,6 @@ import pytest  # noqa: E402
 from lessonlib.plots import rope as P  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def ax():
     return plt.subplots()[1]

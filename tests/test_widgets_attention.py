@@ -5,7 +5,6 @@ import math
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -15,12 +14,6 @@ from lessonlib.softmax import online_attention_row, online_attention_trace  # no
 from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,  # noqa: E402
                                score_matrix_table, tiled_traffic)
 from lessonlib.widgets import attention as W  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 # ------------------------------------------------------------------ notebook 01

@@ -3,17 +3,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import ipywidgets as widgets  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from lessonlib.widgets import _base, rope, windows  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def pixels(fig):

@@ -16,12 +16,6 @@ from lessonlib.configs import load_config  # noqa: E402
 from lessonlib.widgets import rope as W  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 def head(b, r=128):
     return R.rope_frequencies({"head_dim": r, "rope_theta": float(b)})[0]
 

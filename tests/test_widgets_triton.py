@@ -7,7 +7,6 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exp
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -15,12 +14,6 @@ from lessonlib import triton_attention as ta  # noqa: E402
 from lessonlib import kernel_plan as KP  # noqa: E402
 from lessonlib.plots import triton as P  # noqa: E402
 from lessonlib.widgets import triton as W  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def test_widget_default_map_is_the_kernels():
