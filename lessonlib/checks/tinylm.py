@@ -1,0 +1,129 @@
+"""Checks for notebook 10 (a real model's long context): each returns a Verdict.
+
+    pi_config(answer)                 the rope_scaling dict that serves 1024 tokens with PI
+    uniform_bos_weight(answer)        the weight uniform causal attention gives <bos>
+    streaming_positions(answer)       what a 4-sink StreamingLLM cache holds, and the newest
+                                      key's RoPE position
+"""
+import numpy as np
+
+from lessonlib.checks import close_to, correct, not_attempted, wrong
+from lessonlib.rope import rope_frequencies
+from lessonlib.streaming import StreamingCache
+
+__all__ = ["pi_config", "uniform_bos_weight", "streaming_positions",
+           "PI_LENGTH", "TRAINED_LENGTH", "QUERY_FROM", "STREAM_SEEN", "N_SINK", "N_RECENT"]
+
+TRAINED_LENGTH = 256  # the tiny model's trained context, L0
+PI_LENGTH = 1024  # exercise 1: the length to serve
+QUERY_FROM = 32  # exercise 2: queries at positions QUERY_FROM .. TRAINED_LENGTH - 1
+STREAM_SEEN, N_SINK, N_RECENT = 1001, 4, 252  # exercise 3: tokens 0..1000 streamed
+
+
+def _tiny_config(rope_scaling=None):
+    cfg = {"rope_theta": 10000.0, "head_dim": 32, "max_position_embeddings": TRAINED_LENGTH}
+    if rope_scaling is not None:
+        cfg["rope_scaling"] = rope_scaling
+    return cfg
+
+
+def pi_config(answer):
+    """``answer``: a rope_scaling dict such that the model reads positions 0..1023 as PI does,
+    landing on the trained range [0, 256) with as little squeeze as that needs."""
+    name = "pi_config"
+    if answer is None:
+        return not_attempted(name)
+    if not isinstance(answer, dict):
+        return wrong(name, f"give a dict such as {{'rope_type': ..., 'factor': ...}}, got "
+                           f"{type(answer).__name__}")
+    try:
+        inv_freq, af = rope_frequencies(_tiny_config(answer), seq_len=PI_LENGTH)
+    except ValueError as err:
+        return wrong(name, f"lessonlib.rope rejects it: {err}")
+    theta, _ = rope_frequencies(_tiny_config())
+    ratio = theta / inv_freq  # how much each pair is slowed
+    if not np.allclose(ratio, ratio[0], rtol=1e-9):
+        return wrong(name, "that slows some pairs more than others (NTK-aware, YaRN, ...): PI "
+                           "slows every pair by the same factor, i.e. reads position m as m / s "
+                           "(rope_type 'linear').")
+    if af != 1.0:
+        return wrong(name, f"PI leaves the attention scale alone; this config multiplies cos and "
+                           f"sin by {af:.3f}.")
+    s = float(ratio[0])
+    if np.isclose(s, 1.0):
+        return wrong(name, "with factor 1 nothing changes: positions up to 1023 stay beyond the "
+                           "trained range [0, 256).")
+    last = (PI_LENGTH - 1) / s
+    if last >= TRAINED_LENGTH:
+        return wrong(name, f"with s = {s:g} the last position 1023 is read as {last:.1f}, still "
+                           f"beyond the trained range [0, 256): s must be at least L'/L = 1024/256.")
+    if not np.isclose(s, PI_LENGTH / TRAINED_LENGTH):
+        return wrong(name, f"s = {s:g} fits, but squeezes neighbours closer than needed "
+                           f"(1/{s:g} of a position apart): PI uses s = L'/L exactly.")
+    return correct(name, "Correct: rope_type 'linear' with factor 4 reads position m as m / 4, "
+                         "so 0..1023 map onto 0..255.75, and neighbours end up 1/4 apart.")
+
+
+def uniform_bos_weight(answer):
+    """``answer``: the mean, over queries at positions 32..255, of the weight <bos> (key 0)
+    would get if each causal query spread its attention evenly over the keys it can see."""
+    name = "uniform_bos_weight"
+    if answer is None:
+        return not_attempted(name)
+    p = np.arange(QUERY_FROM, TRAINED_LENGTH)
+    expected = float(np.mean(1.0 / (p + 1)))  # query p sees keys 0..p: p + 1 of them
+    if close_to(answer, expected, rtol=1e-6):
+        return correct(name, f"Correct: {expected:.4f}. The query at p sees p + 1 keys, so "
+                             f"uniform attention gives <bos> 1/(p + 1).")
+    if np.ndim(answer) != 0:
+        return wrong(name, "give one number (the mean over the queries).")
+    if close_to(answer, np.mean(1.0 / p), rtol=1e-6):
+        return wrong(name, "off by one: the query at position p also sees itself, so it has "
+                           "p + 1 keys, not p.")
+    if close_to(answer, 1.0 / TRAINED_LENGTH, rtol=1e-6):
+        return wrong(name, "that is uniform over all 256 keys; a causal query at p sees only "
+                           "keys 0..p.")
+    if close_to(answer, 1.0 / (np.mean(p) + 1), rtol=1e-6):
+        return wrong(name, "average the weights 1/(p + 1), not the positions: the mean of 1/x "
+                           "is not 1 over the mean of x.")
+    return wrong(name, "not yet: for each query position p in 32..255, <bos> gets 1/(number of "
+                       "keys p can see); average those.")
+
+
+def streaming_positions(answer):
+    """``answer``: ``(held, rope_position)``: the original positions a StreamingLLM cache with
+    4 sinks and 252 recent tokens holds after tokens 0..1000, sorted, and the RoPE position the
+    newest key (token 1000) is rotated by."""
+    name = "streaming_positions"
+    if answer is None:
+        return not_attempted(name)
+    try:
+        held, rope_position = answer
+        held = np.asarray(held)
+    except (TypeError, ValueError):
+        return wrong(name, "give a pair: (array of original positions held, RoPE position of "
+                           "token 1000).")
+    cache = StreamingCache(N_SINK, N_RECENT)
+    for _ in range(STREAM_SEEN):
+        cache.append()
+    want = cache.positions
+    if held.shape != want.shape or not np.array_equal(np.sort(held), want):
+        if held.size and held.ndim == 1 and not np.isin(np.arange(N_SINK), held).all():
+            return wrong(name, "the first 4 tokens (the sinks) are never evicted.")
+        if held.size == want.size + 1 or held.size == want.size - 1:
+            return wrong(name, f"off by one: the cache holds exactly 4 + 252 = {want.size} "
+                               "tokens, the last 252 being 749..1000.")
+        return wrong(name, f"the cache holds {want.size} positions: the 4 sinks and the latest "
+                           "252.")
+    try:
+        rope_position = float(rope_position)
+    except (TypeError, ValueError):
+        return wrong(name, "the RoPE position is one number.")
+    if rope_position == STREAM_SEEN - 1:
+        return wrong(name, "1000 is its original position; StreamingLLM rotates by the cache "
+                           "slot, so no position beyond the cache size is ever seen.")
+    if rope_position != cache.rope_positions[-1]:
+        return wrong(name, "slots are numbered 0 .. size - 1 in cache order; the newest key sits "
+                           "in the last slot.")
+    return correct(name, "Correct: sinks 0..3 and tokens 749..1000, and the newest key is "
+                         "rotated as position 255 (keys are cached before RoPE).")
