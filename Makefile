@@ -9,7 +9,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval browser bench bench-gpu clean-venv venv
+.PHONY: lab test unit nbval browser bench bench-gpu tinylm clean-venv venv
 
 venv: $(STAMP)
 
@@ -61,6 +61,14 @@ bench: $(STAMP)
 # Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md).
 bench-gpu: $(STAMP)
 	$(PY) benchmarks/flash_attention_gpu.py
+
+# Notebook 10's model: retrain it (about 9 minutes on 2 cores, fixed seeds; rewrites
+# lessonlib/data/tinylm*.pt and the log), then rerun the experiments into
+# lessonlib/data/tinylm_results/ (about 4 minutes). After a retrain, refresh the logits snapshot
+# (python tests/test_tinylm.py) and notebook 10's outputs (scripts/run_notebooks.py).
+tinylm: $(STAMP)
+	$(PY) scripts/train_tinylm.py
+	$(PY) scripts/tinylm_experiments.py
 
 clean-venv:
 	rm -rf $(VENV)
