@@ -33,7 +33,7 @@ def extension_explorer(extension, *, length=2048, cells=None):
     if length not in lengths:
         raise ValueError(f"length must be one of {lengths}, got {length!r}")
     controls = {"length": widgets.SelectionSlider(
-        options=[(f"{n} ({n // extension['trained_length']}x)", n) for n in lengths], value=length,
+        options=[(f"{n:,}", n) for n in lengths], value=length,
         description="served length", **slider_layout())}
     fig, (ax_acc, ax_loss) = new_figure(figsize=(11, 4.2), ncols=2)
     top = max(max(c["loss_by_position"]) for c in extension["cells"]

@@ -1,4 +1,4 @@
-"""Notebooks 06 and 08 in JupyterLab, in a real browser.
+"""Notebooks 06, 08 and 10 in JupyterLab, in a real browser.
 
 Run All leaves no error; then a slider moved with the keyboard (focus the handle, ArrowRight)
 redraws the figure (its pixels change) within a second, and the readout states what lessonlib
@@ -116,3 +116,22 @@ def test_run_all_reports_a_failing_cell(page, lab):
     assert any("cell 1:" in p and "ValueError: a cell that fails" in p for p in problems), problems
     assert any(p.startswith("cell 2: not run") for p in problems), problems
     assert not any(p.startswith("cell 0:") for p in problems), problems
+
+
+def test_real_model_length_slider(page, run_notebook, screenshots):
+    """Notebook 10: the served-length slider moves the cursor (left) and the loss-over-position
+    lines (right), and the readout prints the committed results for the new length."""
+    from lessonlib.tinylm_results import extension_table, label, load_results
+
+    name = "10_real_model_long_context"
+    extension = load_results("extension")
+    explorer = Explorer(run_notebook(name), "served length")
+    for move in press_and_time(explorer, name, "served length", screenshots, strips=2):
+        n, text = int(move.value_after), move.readout_after
+        assert f"{n} tokens ({n // extension['trained_length']}x the trained 256)" in text
+        for model, variant, acc, loss, _ in extension_table(extension, n):
+            row = next(ln for ln in text.splitlines() if ln.startswith(f"{label(model, variant):32s} "))
+            assert f"{acc:9.2f} {loss:9.3f}" in row, (row, acc, loss)
+        assert move.strips == [True, True], (
+            f"pixels changed in (accuracy, loss) = {move.strips}: both must redraw")
+    assert not widget_errors(page), widget_errors(page)
