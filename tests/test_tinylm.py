@@ -14,9 +14,9 @@ from lessonlib import kvtask, needles
 from lessonlib.attention import attention_mask, naive_attention
 from lessonlib.rope import apply_rope, rope_frequencies
 from lessonlib.streaming import StreamingCache
-from lessonlib.tinylm import (DEFAULT_CONFIG, StreamingKVCache, TinyLM, answer_accuracy, decode,
-                             load_tinylm, mask_tensor, rope_tables, rotate, token_losses,
-                             with_rope_scaling)
+from lessonlib.tinylm import (DEFAULT_CONFIG, NeedleModel, StreamingKVCache, TinyLM,
+                             answer_accuracy, attention_to_first_tokens, decode, load_tinylm,
+                             mask_tensor, rope_tables, rotate, token_losses, with_rope_scaling)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "lessonlib", "data")
@@ -230,6 +230,67 @@ def test_bad_tokens_are_named():
             model(bad)
     with pytest.raises(ValueError, match="tokens"):
         decode(model, torch.tensor([[5, 200]]))
+
+
+def test_a_malformed_rope_scaling_names_its_key():
+    model = small_model()
+    tokens = torch.from_numpy(kvtask.retrieval_document((1, 20, 0), 20).tokens)[None]
+    for rope_scaling, key in [({"rope_type": "yarn", "factor": 0.5}, "factor"),
+                              ({"rope_type": "linear"}, "factor"),
+                              ({"rope_type": "yarn", "factor": 4.0, "beta_fast": float("nan")},
+                               "beta_fast")]:
+        with pytest.raises(ValueError, match=key):
+            model(tokens, rope=with_rope_scaling(model.config, rope_scaling))
+
+
+def test_measurements_against_hand_computation():
+    model = small_model(2)
+    tokens = torch.from_numpy(np.stack([kvtask.retrieval_document((6, 30, i), 30).tokens
+                                        for i in range(3)]))
+    with torch.no_grad():
+        logits, weights = model(tokens, need_weights=True)
+    lg = logits.double().numpy()
+    logp = lg - np.log(np.exp(lg - lg.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - lg.max(-1, keepdims=True)
+    t = tokens.numpy()
+    want = -np.take_along_axis(logp[:, :-1], t[:, 1:, None], -1)[..., 0]  # position t predicts t+1
+    np.testing.assert_allclose(token_losses(logits, tokens).numpy(), want, rtol=1e-4, atol=1e-5)
+    hits = [lg[b, 28].argmax() == t[b, 29] for b in range(3)]
+    assert answer_accuracy(logits, tokens, torch.full((3, 1), 29)) == pytest.approx(np.mean(hits))
+    w = [x.numpy() for x in weights]  # per layer (B, hq, n, n)
+    mass = attention_to_first_tokens(weights, n_first=2, query_from=5).numpy()
+    want = np.stack([x[:, :, 5:, :2].sum(-1).mean(axis=(0, 2)) for x in w])
+    np.testing.assert_allclose(mass, want, rtol=1e-5)
+    assert mass.shape == (2, 4) and np.all((0 <= mass) & (mass <= 1))
+
+
+def test_needle_model_answers_with_the_argmax_after_the_question():
+    model = small_model(3)
+    tok = kvtask.KVTokenizer()
+    needle, filler = kvtask.needle_haystack((9, 0, 60), 60)
+    prompt = needles.build_needle_prompt(60, 50, needle=needle, filler=filler, tokenizer=tok,
+                                         question="? pass:")
+    ids = [kvtask.BOS] + list(prompt.tokens) + tok.encode("? pass:")
+    with torch.no_grad():
+        want = int(model(torch.tensor([ids]))[0, -1].argmax())
+    assert NeedleModel(model)(prompt) == "pass: " + kvtask.VOCAB[want]
+    grid = needles.run_needle_grid(NeedleModel(model), [60], [0, 50], needle=needle,
+                                   question="? pass:", filler=filler, tokenizer=tok,
+                                   pass_prompt=True, progress=False)
+    assert grid.found.shape == (1, 2)
+
+
+def test_training_batch_marks_exactly_the_answers():
+    tokens, answers = kvtask.training_batch(5, 6, 128)
+    assert tokens.shape == answers.shape == (6, 128) and np.all(tokens[:, 0] == kvtask.BOS)
+    for b in range(6):
+        at = np.flatnonzero(answers[b])
+        assert len(at) >= 1
+        assert np.all(tokens[b, at - 2] == kvtask.QUERY) and np.all(tokens[b, at - 1] == kvtask.PASS)
+        queries = np.flatnonzero(tokens[b] == kvtask.QUERY)
+        np.testing.assert_array_equal(queries + 2, at)  # every query is answered, nothing else
+    assert answers[1].sum() == 1 and answers[1, -1]  # odd rows: the evaluation's shape
+    np.testing.assert_array_equal(kvtask.training_batch(5, 6, 128)[0], tokens)
 
 
 # --------------------------------------------------------------------------- KV cache
