@@ -196,9 +196,11 @@ def retrieval_document(seed, length, *, n_distractors=4, depth=None):
 
 def stream_document(seed, length, *, block=512):
     """A long stream for the cache experiment: ``<bos>`` then blocks of ``block`` tokens. Each
-    block has its own pass needle early (block offset 4..63), its query 128..239 tokens later,
-    and 2 distractor needles, so every query is answerable from the last 256 tokens, and no
-    earlier pass needle or query is among them (the previous block's are more than 256 back)."""
+    block has its own pass needle early (filler offset 4..63), 2 distractor needles after it,
+    and its query after 128..235 more filler words: the answer lands 136..243 tokens after the
+    needle's ``pass:``, so every query is answerable from the last 252 tokens, and no earlier
+    pass needle or query is among them (the previous block's are more than 256 back). A
+    ``length`` that is not 1 + a multiple of ``block`` ends with plain filler."""
     rng = _rng(seed)
     n_blocks = (length - 1) // block
     out, answer_at, needle_at = [BOS], [], []
