@@ -29,7 +29,6 @@ StreamingLLM does; ``positions="original"`` rotates by the original positions in
 import copy
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn

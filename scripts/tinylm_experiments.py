@@ -17,10 +17,8 @@ seeds) in fixed batches, so ``--reduced`` (fewer lengths, variants and positions
 matching cells of the full files; tests/test_tinylm.py checks that.
 """
 import argparse
-import ctypes
 import json
 import os
-import sys
 import time
 
 import numpy as np

@@ -30,8 +30,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 # Under a shared, oversubscribed CPU, OpenMP threads that spin while they wait cost 2-3x in wall
 # time; passive waiting costs little on a quiet machine. Set before torch loads its OpenMP.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
