@@ -19,3 +19,10 @@ def assert_wrong(verdict, *fragments):
     assert verdict.ok is False, verdict
     for f in fragments:
         assert f.lower() in verdict.message.lower(), (f, verdict.message)
+
+
+def labelled(ax, *, xlabel=True, ylabel=True):
+    """The axes has a title, and an x and a y label unless told otherwise."""
+    assert ax.get_title(), "no title"
+    assert not xlabel or ax.get_xlabel(), "no x label"
+    assert not ylabel or ax.get_ylabel(), "no y label"

@@ -1,12 +1,14 @@
 import os
 import sys
 
+import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings
 
-# Unit tests draw headless (make test sets this too). Notebooks run under nbval in their own
-# kernels, outside tests/, and never see it.
+# Unit tests draw headless (make test sets this too), in this process whatever MPLBACKEND says.
+# Notebooks run under nbval in their own kernels, outside tests/, and never see it.
 os.environ.setdefault("MPLBACKEND", "Agg")
+matplotlib.use("Agg")
 
 # Machines here are noisy: no per-example deadline. CI runs a fixed, derandomized set so a red
 # run is reproducible; locally hypothesis explores freely.
@@ -25,3 +27,10 @@ def close_figures():
     yield
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
+
+
+@pytest.fixture
+def ax():
+    """A fresh axes on a constrained-layout figure (closed by ``close_figures``)."""
+    import matplotlib.pyplot as plt
+    return plt.subplots(layout="constrained")[1]

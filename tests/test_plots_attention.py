@@ -1,25 +1,11 @@
 """The draw functions of notebooks 01-03: they draw what they are given, label everything, and
 their update functions change the data in place (same artists, new values)."""
-import matplotlib
+import numpy as np
+from matplotlib.colors import to_hex
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.colors import to_hex  # noqa: E402
+from _support import labelled
 
-from lessonlib.plots import attention as P  # noqa: E402
-
-
-@pytest.fixture
-def ax():
-    fig, ax = plt.subplots()
-    yield ax
-    plt.close(fig)
-
-
-def labelled(ax):
-    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+from lessonlib.plots import attention as P
 
 
 def test_palette_is_distinct_and_styles_differ_without_colour():

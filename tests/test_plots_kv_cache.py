@@ -1,20 +1,9 @@
 """lessonlib.plots.kv_cache: curves and the head map draw what they are given (MPLBACKEND=Agg)."""
-import matplotlib
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.kv_cache import gqa_head_map  # noqa: E402
-from lessonlib.plots import kv_cache as plots  # noqa: E402
-
-
-@pytest.fixture
-def ax():
-    fig, ax = plt.subplots(layout="constrained")
-    yield ax
-    plt.close(fig)
+from lessonlib.kv_cache import gqa_head_map
+from lessonlib.plots import kv_cache as plots
 
 
 def test_token_labels():

@@ -1,12 +1,9 @@
 """lessonlib.plots: the needle heatmap draws the grid it is given (headless, MPLBACKEND=Agg)."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lessonlib.needles import EdgeHeavyModel, run_needle_grid  # noqa: E402
-from lessonlib.plots import draw_needle_heatmap  # noqa: E402
+from lessonlib.needles import EdgeHeavyModel, run_needle_grid
+from lessonlib.plots import draw_needle_heatmap
 
 
 def test_needle_heatmap_shows_the_grid_with_labels_and_colorbar():

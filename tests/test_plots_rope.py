@@ -2,26 +2,12 @@
 update function then changes in place (same objects, new data)."""
 import math
 
-import matplotlib
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+from _support import labelled
 
-from lessonlib.plots import rope as P  # noqa: E402
-
-
-@pytest.fixture
-def ax():
-    return plt.subplots()[1]
-
-
-def labelled(ax, *, xlabel=True):
-    assert ax.get_title()
-    if xlabel:
-        assert ax.get_xlabel()
-    assert ax.get_ylabel()
+from lessonlib.plots import rope as P
 
 
 def test_clock_hands_draw_and_update(ax):

@@ -1,15 +1,12 @@
 """lessonlib.plots.tinylm, lessonlib.tinylm_results and lessonlib.widgets.tinylm on small
 hand-made result dicts shaped like scripts/tinylm_experiments.py's files (headless)."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib import tinylm_results as R  # noqa: E402
-from lessonlib.plots import tinylm as P  # noqa: E402
-from lessonlib.widgets import tinylm as W  # noqa: E402
+from lessonlib import tinylm_results as R
+from lessonlib.plots import tinylm as P
+from lessonlib.widgets import tinylm as W
 
 
 def make_extension():

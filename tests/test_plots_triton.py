@@ -1,25 +1,12 @@
 """The draw functions of notebook 04: they draw what they are given, label everything, stay
 readable in grey, and their update functions change the data in place."""
-import matplotlib
+import numpy as np
+import pytest
+from matplotlib.colors import to_rgb
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.colors import to_rgb  # noqa: E402
+from _support import labelled
 
-from lessonlib.plots import triton as P  # noqa: E402
-
-
-@pytest.fixture
-def ax():
-    fig, ax = plt.subplots()
-    yield ax
-    plt.close(fig)
-
-
-def labelled(ax):
-    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+from lessonlib.plots import triton as P
 
 
 def grey(colour):

@@ -1,19 +1,7 @@
 """lessonlib.plots.windows: the mask and per-layer bars draw what they are given (Agg)."""
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.plots import windows as plots  # noqa: E402
-
-
-@pytest.fixture
-def ax():
-    fig, ax = plt.subplots(layout="constrained")
-    yield ax
-    plt.close(fig)
+from lessonlib.plots import windows as plots
 
 
 def test_mask_draws_the_codes_and_resizes(ax):

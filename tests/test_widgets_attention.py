@@ -2,18 +2,15 @@
 plotted data must be what lessonlib computes for the new value."""
 import math
 
-import matplotlib
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.attention import attention_mask, key_blocks  # noqa: E402
-from lessonlib.plots import attention as P  # noqa: E402
-from lessonlib.softmax import online_attention_row, online_attention_trace  # noqa: E402
-from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,  # noqa: E402
+from lessonlib.attention import attention_mask, key_blocks
+from lessonlib.plots import attention as P
+from lessonlib.softmax import online_attention_row, online_attention_trace
+from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,
                                score_matrix_table, tiled_traffic)
-from lessonlib.widgets import attention as W  # noqa: E402
+from lessonlib.widgets import attention as W
 
 
 # ------------------------------------------------------------------ notebook 01

@@ -1,12 +1,9 @@
 """The widget frame: blitted redraws must show what a full redraw shows, and be cheaper."""
-import matplotlib
+import ipywidgets as widgets
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import ipywidgets as widgets  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.widgets import _base, rope, windows  # noqa: E402
+from lessonlib.widgets import _base, rope, windows
 
 
 def pixels(fig):

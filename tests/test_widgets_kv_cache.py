@@ -1,15 +1,12 @@
 """lessonlib.widgets.kv_cache, driven headlessly: move a slider, read the readout and the plot."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
-
-from lessonlib.configs import load_config  # noqa: E402
-from lessonlib.kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes  # noqa: E402
-from lessonlib.widgets import kv_cache as kvw  # noqa: E402
+from lessonlib.configs import load_config
+from lessonlib.kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
+from lessonlib.widgets import kv_cache as kvw
 
 LLAMA = load_config("Llama-3.1-8B")
 LENGTHS = list(kvw.DEFAULT_LENGTHS)

@@ -1,16 +1,13 @@
 """lessonlib.widgets.long_context, driven headlessly: cost curves, KV dtype, needle heatmap."""
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.configs import load_config  # noqa: E402
-from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes  # noqa: E402
-from lessonlib.needles import EdgeHeavyModel, run_needle_grid  # noqa: E402
-from lessonlib.traffic import long_context_cost  # noqa: E402
-from lessonlib.widgets import long_context as lc  # noqa: E402
+from lessonlib.configs import load_config
+from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
+from lessonlib.needles import EdgeHeavyModel, run_needle_grid
+from lessonlib.traffic import long_context_cost
+from lessonlib.widgets import long_context as lc
 
 LENGTHS = list(lc.DEFAULT_LENGTHS)
 LLAMA = load_config("Llama-3.1-8B")

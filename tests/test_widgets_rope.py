@@ -3,17 +3,14 @@ plotted data must be what lessonlib.rope computes for the new value."""
 import math
 import time
 
-import matplotlib
+import ipywidgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import ipywidgets  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib import rope as R  # noqa: E402
-from lessonlib.configs import load_config  # noqa: E402
-from lessonlib.widgets import rope as W  # noqa: E402
+from lessonlib import rope as R
+from lessonlib.configs import load_config
+from lessonlib.widgets import rope as W
 
 
 def head(b, r=128):

@@ -4,9 +4,6 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exports it too)
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 

@@ -1,17 +1,14 @@
 """lessonlib.widgets.windows, driven headlessly: the window slider changes readout and pixels."""
-import matplotlib
+import ipywidgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-matplotlib.use("Agg")
-import ipywidgets  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from lessonlib.attention import attention_mask  # noqa: E402
-from lessonlib.configs import load_config  # noqa: E402
-from lessonlib.kv_cache import kv_cache_bytes, layer_windows  # noqa: E402
-from lessonlib.plots import windows as plots  # noqa: E402
-from lessonlib.widgets import windows as ww  # noqa: E402
+from lessonlib.attention import attention_mask
+from lessonlib.configs import load_config
+from lessonlib.kv_cache import kv_cache_bytes, layer_windows
+from lessonlib.plots import windows as plots
+from lessonlib.widgets import windows as ww
 
 GPT_OSS = load_config("gpt-oss-20b")
 LOCAL = np.array([w is not None for w in layer_windows(GPT_OSS)])
