@@ -1,6 +1,7 @@
 """The draw functions of notebooks 01-03: they draw what they are given, label everything, and
 their update functions change the data in place (same artists, new values)."""
 import numpy as np
+import pytest
 from matplotlib.colors import to_hex
 
 from _support import labelled
@@ -12,6 +13,15 @@ def test_palette_is_distinct_and_styles_differ_without_colour():
     assert len({to_hex(c) for c in P.PALETTE.values()}) == len(P.PALETTE)
     assert len({s["linestyle"] for s in P.STYLES}) == len(P.STYLES)  # readable in grey
     assert len({s["marker"] for s in P.STYLES}) == len(P.STYLES)
+
+
+def test_series_styles_differ_in_grey_and_refuse_too_many():
+    from lessonlib.plots._style import series_styles
+    styles = series_styles(["black", "blue", "green"])
+    assert [s["color"] for s in styles] == [P.PALETTE[c] for c in ("black", "blue", "green")]
+    assert len({str(s["linestyle"]) for s in styles}) == len({s["marker"] for s in styles}) == 3
+    with pytest.raises(ValueError, match="at most 6"):
+        series_styles(["blue"] * 7)
 
 
 def test_memory_curves_draw_and_update(ax):

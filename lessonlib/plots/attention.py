@@ -10,7 +10,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
-from ._style import PALETTE
+from ._style import PALETTE, STYLES
 
 __all__ = [
     "PALETTE", "STYLES", "fit_log_ylim", "draw_curves", "update_curves", "draw_memory_curves",
@@ -19,11 +19,6 @@ __all__ = [
     "update_ratio_curves", "BLOCK_SKIPPED", "BLOCK_MASKED", "BLOCK_FULL",
 ]
 
-# Series styles, in order: a colour, a line style and a marker each.
-STYLES = [dict(color=PALETTE["blue"], linestyle="-", marker="o"),
-          dict(color=PALETTE["vermillion"], linestyle="--", marker="s"),
-          dict(color=PALETTE["green"], linestyle="-.", marker="^"),
-          dict(color=PALETTE["purple"], linestyle=":", marker="D")]
 
 # Block-map codes (notebook 03): a tile the kernel skips, one it computes with a mask, one it
 # computes without a mask.

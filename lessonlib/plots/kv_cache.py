@@ -9,18 +9,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ._style import PALETTE
+from ._style import PALETTE, STYLES
 
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
            "draw_head_map", "update_head_map"]
 
-# Series styles, in order: a colour, a line style and a marker each.
-STYLES = [dict(color=PALETTE["blue"], linestyle="-", marker="o"),
-          dict(color=PALETTE["vermillion"], linestyle="--", marker="s"),
-          dict(color=PALETTE["green"], linestyle="-.", marker="^"),
-          dict(color=PALETTE["purple"], linestyle=":", marker="D"),
-          dict(color=PALETTE["orange"], linestyle=(0, (5, 1, 1, 1)), marker="v"),
-          dict(color=PALETTE["black"], linestyle=(0, (1, 1)), marker="P")]
 
 
 def token_label(x, _pos=None):

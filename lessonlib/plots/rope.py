@@ -15,7 +15,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullLocator
 from matplotlib.transforms import ScaledTranslation
 
-from ._style import PALETTE
+from ._style import PALETTE, series_styles
 
 __all__ = [
     "PALETTE", "SERIES", "TWO_PI", "draw_key", "draw_clock_hands", "update_clock_hands",
@@ -26,12 +26,7 @@ __all__ = [
 
 TWO_PI = 2.0 * math.pi
 # One colour, line style and marker per series, in order.
-SERIES = [dict(color=PALETTE["black"], linestyle="-", marker="o"),
-          dict(color=PALETTE["blue"], linestyle="--", marker="s"),
-          dict(color=PALETTE["vermillion"], linestyle="-.", marker="^"),
-          dict(color=PALETTE["green"], linestyle=":", marker="D"),
-          dict(color=PALETTE["purple"], linestyle=(0, (5, 1, 1, 1)), marker="v"),
-          dict(color=PALETTE["orange"], linestyle=(0, (1, 1)), marker="P")]
+SERIES = series_styles(["black", "blue", "vermillion", "green", "purple", "orange"])
 BAND_COLOUR = PALETTE["yellow"]
 
 
