@@ -6,15 +6,22 @@ program (query block), and ``kernel_tile_plan`` turns it into the tile map that
 ``triton_attention.kernel_tile_map`` records by running the kernel; tests check the two agree
 tile for tile. The plan needs no triton (it works before ``TRITON_INTERPRET`` is decided) and
 lays out a map in a millisecond, where the interpreter takes seconds.
+
+The kernel's constants that need no GPU (``LOG2_E``, ``block_d``) live here too, and
+``kernel_source`` reads the kernel's own lines from its file, so a notebook can read the kernel
+on a machine that has no triton (macOS, Windows).
 """
+import ast
 from collections import namedtuple
+from pathlib import Path
 
 import numpy as np
 
 from ._validate import int_at_least
 
 __all__ = ["TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "Stretch", "STRETCH_NAMES",
-           "kernel_key_stretches", "stretch_blocks", "kernel_tile_plan", "kernel_tile_counts"]
+           "kernel_key_stretches", "stretch_blocks", "kernel_tile_plan", "kernel_tile_counts",
+           "LOG2_E", "block_d", "kernel_source"]
 
 TILE_SKIPPED = 0  # the loop bounds never reach it: the mask hides the whole tile
 TILE_MASKED = 1  # computed with the mask applied (diagonal, window edge, sink block, ragged end)
@@ -23,6 +30,34 @@ TILE_FULL = 2  # computed without a mask: every key is visible to every query of
 # One call of `_attend_to_key_blocks`: keys [start, end), visited BLOCK_N at a time from start.
 Stretch = namedtuple("Stretch", "name start end masked")
 STRETCH_NAMES = ("sink blocks", "window edge", "interior", "diagonal / ragged end")
+
+LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * LOG2_E): the kernel's scores are in log2 units
+_KERNEL_FILE = Path(__file__).with_name("triton_attention.py")
+
+
+def block_d(d):
+    """The head dim rounded up to a power of two (tl.arange needs one), at least 16 (tl.dot)."""
+    d = int_at_least("d", d, 1)
+    return max(16, 1 << (d - 1).bit_length())
+
+
+def kernel_source(function, first, last):
+    """Lines of ``function`` in lessonlib/triton_attention.py, from the first line containing
+    ``first`` to the next line containing ``last`` (both kept), read from the file without
+    importing triton. A name or marker that is not there is a ValueError naming it."""
+    text = _KERNEL_FILE.read_text()
+    defs = {n.name: n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    if function not in defs:
+        raise ValueError(f"function must be one of {sorted(defs)}, got {function!r}")
+    node = defs[function]
+    lines = text.splitlines()[node.lineno - 1:node.end_lineno]
+    i = next((n for n, line in enumerate(lines) if first in line), None)
+    if i is None:
+        raise ValueError(f"first: no line of {function} contains {first!r}")
+    j = next((n for n in range(i, len(lines)) if last in lines[n]), None)
+    if j is None:
+        raise ValueError(f"last: no line of {function} from {first!r} on contains {last!r}")
+    return "\n".join(lines[i:j + 1])
 
 
 def _check(nq, nk, window, sink_tokens, block_m, block_n):

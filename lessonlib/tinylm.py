@@ -35,26 +35,12 @@ from torch import nn
 
 from lessonlib.attention import attention_mask
 from lessonlib.rope import cos_sin_table, rope_frequencies
+from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks read it without torch
 
 __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rotate",
            "mask_tensor", "load_tinylm", "save_tinylm", "decode", "StreamingKVCache",
            "token_losses", "answer_accuracy", "attention_to_first_tokens", "data_path",
            "NeedleModel", "check_tokens"]
-
-DEFAULT_CONFIG = {
-    "model_type": "tinylm",
-    "vocab_size": 131,
-    "hidden_size": 128,
-    "intermediate_size": 384,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 32,
-    "rope_theta": 10000.0,
-    "max_position_embeddings": 256,  # the trained context, L0
-    "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": True,
-}
 
 
 def with_rope_scaling(config, rope_scaling):

@@ -3,16 +3,40 @@
 ``scripts/train_tinylm.py`` writes the training log, ``scripts/tinylm_experiments.py`` the
 result files; notebook 10 reads them through these functions (numpy only, no torch).
 """
+import copy
 import csv
 import json
 from importlib import resources
 
 import numpy as np
 
-__all__ = ["VARIANT_LABELS", "label", "RESULT_NAMES", "load_results", "load_training_log", "extension_cell",
+__all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESULT_NAMES", "load_results", "load_training_log", "extension_cell",
            "extension_table", "stream_summary", "sink_heads", "needle_rows"]
 
 RESULT_NAMES = ("extension", "needles", "sinks", "streaming")
+
+# The tiny model's config.json (``lessonlib.tinylm.TinyLM`` builds it; the committed weights were
+# trained with exactly this, which tests/test_tinylm.py checks). It lives here, with no torch,
+# so a notebook can read the model's shape where torch is not installed.
+DEFAULT_CONFIG = {
+    "model_type": "tinylm",
+    "vocab_size": 131,
+    "hidden_size": 128,
+    "intermediate_size": 384,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "rope_theta": 10000.0,
+    "max_position_embeddings": 256,  # the trained context, L0
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": True,
+}
+
+
+def trained_config():
+    """A fresh copy of the committed model's config (safe to modify)."""
+    return copy.deepcopy(DEFAULT_CONFIG)
 
 VARIANT_LABELS = {
     "plain": "plain RoPE",

@@ -34,12 +34,11 @@ import triton
 import triton.language as tl
 
 from ._validate import int_at_least
-from .kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED
+from .kernel_plan import LOG2_E, TILE_FULL, TILE_MASKED, TILE_SKIPPED
+from .kernel_plan import block_d as _block_d
 
 __all__ = ["flash_attention", "kernel_tile_map", "default_config", "TILE_SKIPPED", "TILE_MASKED",
            "TILE_FULL"]  # the tile codes kernel_tile_map records
-
-LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * LOG2_E)
 
 # What `kernel_tile_map` reports for each (query block, key block) tile.
 
@@ -281,9 +280,10 @@ def flash_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
 def default_config(d, nq=None, dtype=torch.float16):
     """Block sizes and launch options `flash_attention` uses when it is given none.
 
-    GPU (Hopper-class, checked by compiling for sm_90: no register spills): fp16/bf16 take
-    BLOCK_M = 128 query rows x BLOCK_N = 64 keys per step with 3 pipeline stages, 4 warps up to
-    d = 64 and 8 warps (a bigger accumulator) up to d = 128; d = 256 takes 64 x 32 tiles. fp32
+    GPU (Hopper-class, checked by compiling for sm_90 with the pinned triton: no register
+    spills): fp16/bf16 take BLOCK_M = 128 query rows x BLOCK_N = 64 keys per step with 3 pipeline
+    stages and 8 warps (two warp groups of 64 rows) up to d = 128 (4 warps spilled at d = 64 with
+    the window and sink masks under triton 3.7); d = 256 takes 64 x 32 tiles. fp32
     (exact "ieee" dot products, no tensor-core shortcut) takes 32 x 32 tiles. A short query
     (decode) gets a smaller BLOCK_M. Interpreter: time goes by (programs x key blocks), so 64 x 64.
     """
@@ -294,7 +294,7 @@ def default_config(d, nq=None, dtype=torch.float16):
     elif dtype == torch.float32:
         config = dict(block_m=32, block_n=32, num_warps=4 if block_d <= 64 else 8, num_stages=2)
     elif block_d <= 128:
-        config = dict(block_m=128, block_n=64, num_warps=4 if block_d <= 64 else 8, num_stages=3)
+        config = dict(block_m=128, block_n=64, num_warps=8, num_stages=3)
     else:
         config = dict(block_m=64, block_n=32, num_warps=8, num_stages=2)
     config["block_m"] = min(config["block_m"], short_m)
@@ -453,11 +453,6 @@ def _check_scale(scale, d):
     if not math.isfinite(scale) or scale <= 0:
         raise ValueError(f"scale must be a positive finite number, got {scale}")
     return scale
-
-
-def _block_d(d):
-    """The head dim rounded up to a power of two (tl.arange needs one), at least 16 (tl.dot)."""
-    return max(16, triton.next_power_of_2(d))
 
 
 def _interpreting():

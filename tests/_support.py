@@ -26,3 +26,31 @@ def labelled(ax, *, xlabel=True, ylabel=True):
     assert ax.get_title(), "no title"
     assert not xlabel or ax.get_xlabel(), "no x label"
     assert not ylabel or ax.get_ylabel(), "no y label"
+
+
+def optional(package):
+    """``import package`` (torch or triton), or None where it is absent by design: no wheels for
+    this platform, or an environment built without it (``lessonlib.runtime``). Absent where it
+    is pinned is a broken install: ImportError with the reason. Tests that use the module carry
+    ``@needs(package)``, which skips them, with the reason, where it is None."""
+    from lessonlib import runtime
+    if runtime.installed(package):
+        return importlib.import_module(package)
+    if runtime.expected_missing(package):
+        return None
+    raise ImportError(runtime.missing_reason(package))
+
+
+def skip_module_without(package):
+    """At the top of a test module whose every test needs ``package``: skip the module, with
+    the reason, where the package is absent by design (and fail where it is pinned)."""
+    import pytest
+    if optional(package) is None:
+        from lessonlib import runtime
+        pytest.skip(f"needs {package}: {runtime.missing_cause(package)}", allow_module_level=True)
+
+
+def needs(*packages):
+    """Mark a test that needs torch and/or triton (handled in conftest.py)."""
+    import pytest
+    return pytest.mark.needs(*packages)

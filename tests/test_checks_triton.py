@@ -7,11 +7,12 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exports it too)
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from lessonlib.attention import naive_attention  # noqa: E402
 from lessonlib.checks import triton as checks  # noqa: E402
-from _support import assert_wrong, solutions  # noqa: E402
+from _support import assert_wrong, needs, optional, solutions  # noqa: E402
+
+torch = optional("torch")  # the hints need neither; running the kernel needs torch and triton
 
 
 S4 = solutions("04_flash_attention_triton")
@@ -55,6 +56,7 @@ def test_program_heads_hints():
     assert_wrong(checks.program_heads(3), "give a function")
 
 
+@needs("triton")
 def test_program_heads_is_what_the_kernel_reads():
     """Each KV head's values are one constant, so every output row names the KV head its
     program read; the reference mapping must predict all of them."""
@@ -92,6 +94,7 @@ def test_visited_key_blocks_hints():
     assert_wrong(checks.visited_key_blocks({0, 7, 9, 10, 11}), "missing [8]")
 
 
+@needs("triton")
 def test_visited_key_blocks_is_what_the_kernel_visits():
     from lessonlib.triton_attention import kernel_tile_map
 
@@ -118,6 +121,7 @@ def test_sink_output_hints():
     assert_wrong(checks.sink_output([0.0, 0.0]), "m_final = max(m, s)")
 
 
+@needs("triton")
 def test_sink_output_is_what_attention_with_a_sink_gives():
     """Three keys of log2 score 5 (m = 5, l = 3) with values (2, -1) (acc = (6, -3)), and a sink
     of log2 logit 6: numpy's naive attention and the kernel both give the check's answer."""

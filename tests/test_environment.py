@@ -8,12 +8,15 @@ REQUIRED = {"torch", "triton", "numpy", "matplotlib", "jupyterlab", "ipykernel",
 
 
 def _pins(lines):
+    """{name: version}, or {name: "version ; marker"} for a line with an environment marker."""
     pins = {}
     for line in lines:
         line = line.split("#", 1)[0].strip().lstrip("- ").strip()
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^\s]+)", line)
+        spec, _, marker = line.partition(";")
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([^\s]+)", spec.strip())
         if m:
-            pins[m.group(1).lower()] = m.group(2)
+            marker = " ".join(marker.split())
+            pins[m.group(1).lower()] = m.group(2) + (f" ; {marker}" if marker else "")
     return pins
 
 
@@ -38,12 +41,21 @@ def test_every_requirement_is_pinned_exactly():
             assert "==" in line, f"requirements.txt: {line!r} is not pinned with =="
 
 
-def test_required_packages_are_pinned_and_torch_is_the_cpu_pin():
+def test_required_packages_are_pinned_and_torch_and_triton_by_platform():
     pins = requirements_pins()
     assert REQUIRED <= set(pins), f"missing pins: {sorted(REQUIRED - set(pins))}"
-    assert pins["torch"] == "2.13.0"
+    assert pins["torch"].startswith("2.13.0 ; ") and pins["triton"].startswith("3.7.1 ; ")
+    assert [p for p, v in pins.items() if ";" in v] == ["torch", "triton"]  # all else everywhere
+
+
+def test_pythons_agree():
+    """pyproject, environment.yml and the Makefile name the same Pythons, 3.11 to 3.13."""
+    assert 'requires-python = ">=3.11,<3.14"' in (ROOT / "pyproject.toml").read_text()
+    assert "  - python>=3.11,<3.14" in (ROOT / "environment.yml").read_text().splitlines()
+    assert "3.11|3.12|3.13)" in (ROOT / "Makefile").read_text()
 
 
 def test_parser_sees_what_it_should():
-    assert _pins(["torch==2.13.0  # c", "  - numpy==1.0", "python=3.11", "-e ."]) == {
-        "torch": "2.13.0", "numpy": "1.0"}
+    assert _pins(["torch==2.13.0  # c", "  - numpy==1.0", "python=3.11", "-e .",
+                  'triton==3.7.1 ;  sys_platform == "linux"']) == {
+        "torch": "2.13.0", "numpy": "1.0", "triton": '3.7.1 ; sys_platform == "linux"'}

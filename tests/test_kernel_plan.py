@@ -9,11 +9,17 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import given, strategies as st  # noqa: E402
 
+from _support import needs, optional  # noqa: E402
+
 from lessonlib import kernel_plan as KP  # noqa: E402
-from lessonlib import triton_attention as ta  # noqa: E402
 from lessonlib.attention import attention_mask, key_blocks  # noqa: E402
 
+# The plan needs no triton; comparing it with the kernel's own record does.
+if optional("triton") is not None:
+    from lessonlib import triton_attention as ta  # noqa: E402
 
+
+@needs("triton")
 def test_tile_codes_are_the_kernels():
     assert (KP.TILE_SKIPPED, KP.TILE_MASKED, KP.TILE_FULL) == \
         (ta.TILE_SKIPPED, ta.TILE_MASKED, ta.TILE_FULL)
@@ -36,6 +42,7 @@ PLAN_CASES = [
 ]
 
 
+@needs("triton")
 @pytest.mark.parametrize("nq, nk, opts", PLAN_CASES)
 def test_plan_matches_the_tiles_the_kernel_records(nq, nk, opts):
     np.testing.assert_array_equal(KP.kernel_tile_plan(nq, nk, **opts),
@@ -92,3 +99,44 @@ def test_stretches_of_a_windowed_program_in_the_kernels_order():
 def test_bad_input_raises_value_error_naming_the_argument(kwargs, fragment):
     with pytest.raises(ValueError, match=fragment):
         KP.kernel_key_stretches(**kwargs)
+
+
+# ------------------------------------------------------------------ read without triton
+
+def test_block_d_is_the_next_power_of_two_at_least_16():
+    assert [KP.block_d(d) for d in (1, 16, 17, 40, 64, 65, 128, 129, 256)] == \
+        [16, 16, 32, 64, 64, 128, 128, 256, 256]
+    for bad in (0, -3, 1.5, True, "64"):
+        with pytest.raises(ValueError, match="d must be"):
+            KP.block_d(bad)
+
+
+@needs("triton")
+def test_block_d_and_log2e_are_what_the_kernel_uses():
+    import triton
+    assert all(KP.block_d(d) == max(16, triton.next_power_of_2(d)) for d in range(1, 300))
+    assert ta._block_d is KP.block_d and ta.LOG2_E == KP.LOG2_E
+    assert KP.LOG2_E == pytest.approx(1 / np.log(2), rel=1e-15)
+
+
+def test_kernel_source_reads_the_kernel_file_from_marker_to_marker():
+    text = KP.kernel_source("_flash_attention_fwd_kernel", "# -- Who am I?", "h_kv = h //")
+    lines = text.splitlines()
+    assert "# -- Who am I?" in lines[0] and "h_kv = h //" in lines[-1]
+    assert "pid_m = tl.program_id(0)" in text and len(lines) < 10
+    one = KP.kernel_source("flash_attention", "def flash_attention", "def flash_attention")
+    assert one.startswith("def flash_attention(")
+    for kw, name in [(dict(function="nope"), "function"), (dict(first="no such line"), "first"),
+                     (dict(last="no such line"), "last")]:
+        args = dict(function="_attend_to_key_blocks", first="for start in range", last="m = m_new")
+        with pytest.raises(ValueError, match=name):
+            KP.kernel_source(**{**args, **kw})
+
+
+@needs("triton")
+def test_kernel_source_is_the_imported_kernels_source():
+    import inspect
+    for fn in (ta._flash_attention_fwd_kernel.fn, ta._attend_to_key_blocks.fn):
+        src = inspect.getsource(fn).splitlines()
+        first, last = src[1].strip(), src[-1].strip()
+        assert KP.kernel_source(fn.__name__, first, last).splitlines() == src[1:]

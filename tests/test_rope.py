@@ -6,19 +6,22 @@ import math
 
 import numpy as np
 import pytest
-import torch
+from _support import needs, optional
 from hypothesis import given
 from hypothesis import strategies as st
-from transformers import AutoConfig
-from transformers import logging as hf_logging
-from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
-from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
 
 from lessonlib import rope as R
 from lessonlib.configs import load_config
 
-hf_logging.set_verbosity_error()  # HF warns about the configs we feed it on purpose
+torch = optional("torch")  # the HuggingFace oracle runs on torch: those tests need it
+if torch is not None:
+    from transformers import AutoConfig
+    from transformers import logging as hf_logging
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RotaryEmbedding
+    from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
+
+    hf_logging.set_verbosity_error()  # HF warns about the configs we feed it on purpose
 
 MODELS = ["Llama-3.1-8B", "Llama-3.2-1B", "Qwen2.5-7B-Instruct", "DeepSeek-V3", "gpt-oss-20b",
           "Phi-3.5-mini-instruct", "Gemma-3-27B", "Mistral-7B"]
@@ -59,6 +62,7 @@ def assert_matches_hf(config, seq_len=None, layer_type=None):
     return ours, ours_af
 
 
+@needs("torch")
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("seq_len", [None, 2048, 200_000])
 def test_real_configs_match_hf(name, seq_len):
@@ -68,6 +72,7 @@ def test_real_configs_match_hf(name, seq_len):
         assert_matches_hf(config, seq_len, layer_type)
 
 
+@needs("torch")
 @pytest.mark.parametrize("name", MODELS)
 def test_transformers5_layout_reads_the_same(name):
     """HF 5's to_dict() writes rope_parameters (with rope_theta inside, per layer type for Gemma 3)."""
@@ -168,6 +173,7 @@ CASES = [  # (id, config, seq_len)
 ]
 
 
+@needs("torch")
 @pytest.mark.parametrize("config, seq_len", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_synthetic_configs_match_hf_in_both_layouts(config, seq_len):
     inv, af = assert_matches_hf(config, seq_len)
@@ -176,6 +182,7 @@ def test_synthetic_configs_match_hf_in_both_layouts(config, seq_len):
     assert af == af5
 
 
+@needs("torch")
 def test_every_hf_rope_type_is_covered():
     covered = {R.rope_parameters(c[1])["rope_type"] for c in CASES}
     assert set(ROPE_INIT_FUNCTIONS) - {"proportional"} <= covered  # proportional: Gemma 4 only
@@ -533,6 +540,7 @@ def test_apply_rope_rejects_bad_input():
 # cos/sin tables
 # ---------------------------------------------------------------------------------------------
 
+@needs("torch")
 def test_table_131072_within_1e6_of_float64_and_float32_angles_are_not():
     inv = default_inv(5e5)
     n = 131072

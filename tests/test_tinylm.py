@@ -8,15 +8,19 @@ import os
 
 import numpy as np
 import pytest
-import torch
+from _support import needs, optional
 
-from lessonlib import kvtask, needles
+from lessonlib import kvtask, needles, tinylm_results
 from lessonlib.attention import attention_mask, naive_attention
 from lessonlib.rope import apply_rope, rope_frequencies
 from lessonlib.streaming import StreamingCache
-from lessonlib.tinylm import (DEFAULT_CONFIG, NeedleModel, StreamingKVCache, TinyLM,
-                             answer_accuracy, attention_to_first_tokens, decode, load_tinylm,
-                             mask_tensor, rope_tables, rotate, token_losses, with_rope_scaling)
+from lessonlib.tinylm_results import DEFAULT_CONFIG
+
+torch = optional("torch")  # the task's tests (kvtask) run without it; the model's need it
+if torch is not None:
+    from lessonlib.tinylm import (NeedleModel, StreamingKVCache, TinyLM, answer_accuracy,
+                                 attention_to_first_tokens, decode, load_tinylm, mask_tensor,
+                                 rope_tables, rotate, token_losses, with_rope_scaling)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "lessonlib", "data")
@@ -30,6 +34,9 @@ VARIANTS = [None, {"rope_type": "linear", "factor": 4.0}, {"rope_type": "ntk", "
 
 @pytest.fixture(scope="module", autouse=True)
 def _threads():
+    if torch is None:
+        yield
+        return
     old = torch.get_num_threads()
     torch.set_num_threads(2)
     yield
@@ -151,6 +158,7 @@ def test_tokenizer_round_trip_and_rejects_unknown_words():
 
 # --------------------------------------------------------------------------- RoPE and masks
 
+@needs("torch")
 @pytest.mark.parametrize("rope_scaling", VARIANTS)
 def test_rotation_equals_lessonlib_apply_rope(rope_scaling):
     cfg = with_rope_scaling(DEFAULT_CONFIG, rope_scaling)
@@ -163,6 +171,7 @@ def test_rotation_equals_lessonlib_apply_rope(rope_scaling):
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
+@needs("torch")
 @pytest.mark.parametrize("n,window,sink", [(9, None, 0), (9, 3, 0), (12, 4, 2), (5, 1, 1)])
 def test_mask_tensor_is_the_project_mask(n, window, sink):
     np.testing.assert_array_equal(mask_tensor(n, n, window=window, sink_tokens=sink).numpy(),
@@ -202,6 +211,7 @@ def reference_logits(model, tokens, rope_cfg, window=None, sink_tokens=0):
     return rms(x, W["norm.weight"]) @ W["embed.weight"].T
 
 
+@needs("torch")
 @pytest.mark.parametrize("rope_scaling,window,sink", [
     (None, None, 0), (None, 7, 0), (None, 7, 3), ({"rope_type": "yarn", "factor": 8.0}, None, 0),
     ({"rope_type": "linear", "factor": 2.0}, 5, 2), ({"rope_type": "dynamic", "factor": 1.0}, None, 0)])
@@ -221,6 +231,7 @@ def test_model_equals_numpy_reference(rope_scaling, window, sink):
         assert torch.all(w[0][:, ~torch.from_numpy(visible)] == 0)
 
 
+@needs("torch")
 def test_bad_tokens_are_named():
     model = small_model()
     for bad, hint in [(np.zeros((1, 4), dtype=np.int64), "torch tensor"),
@@ -233,6 +244,7 @@ def test_bad_tokens_are_named():
         decode(model, torch.tensor([[5, 200]]))
 
 
+@needs("torch")
 def test_a_malformed_rope_scaling_names_its_key():
     model = small_model()
     tokens = torch.from_numpy(kvtask.retrieval_document((1, 20, 0), 20).tokens)[None]
@@ -244,6 +256,7 @@ def test_a_malformed_rope_scaling_names_its_key():
             model(tokens, rope=with_rope_scaling(model.config, rope_scaling))
 
 
+@needs("torch")
 def test_measurements_against_hand_computation():
     model = small_model(2)
     tokens = torch.from_numpy(np.stack([kvtask.retrieval_document((6, 30, i), 30).tokens
@@ -265,6 +278,7 @@ def test_measurements_against_hand_computation():
     assert mass.shape == (2, 4) and np.all((0 <= mass) & (mass <= 1))
 
 
+@needs("torch")
 def test_needle_model_answers_with_the_argmax_after_the_question():
     model = small_model(3)
     tok = kvtask.KVTokenizer()
@@ -296,6 +310,7 @@ def test_training_batch_marks_exactly_the_answers():
 
 # --------------------------------------------------------------------------- KV cache
 
+@needs("torch")
 def test_streaming_cache_evicts_like_lessonlib_streaming():
     for n_sink, n_recent in [(0, 5), (4, 3), (2, 1)]:
         ours, ref = StreamingKVCache(n_sink, n_recent), StreamingCache(n_sink, n_recent)
@@ -305,6 +320,7 @@ def test_streaming_cache_evicts_like_lessonlib_streaming():
             assert ours.positions.tolist() == ref.positions.tolist()
 
 
+@needs("torch")
 def test_full_cache_decode_equals_forward():
     model = small_model(1)
     tokens = torch.from_numpy(np.stack([kvtask.retrieval_document((2, 48, i), 48).tokens
@@ -318,6 +334,7 @@ def test_full_cache_decode_equals_forward():
                                full.numpy(), rtol=1e-4, atol=1e-4)
 
 
+@needs("torch")
 def test_window_decode_equals_a_fresh_forward_over_what_the_first_layer_sees():
     """With one layer, the streaming step's output depends only on the cached tokens: it equals
     a forward over [sinks + recent] tokens at positions 0 .. size - 1 (StreamingLLM's slots)."""
@@ -342,6 +359,7 @@ def base():
     return load_tinylm("tinylm.pt")
 
 
+@needs("torch")
 def test_checkpoints_load_and_are_small(base):
     names = ("tinylm.pt", "tinylm_pi2x.pt")
     assert sum(os.path.getsize(os.path.join(DATA, n)) for n in names) <= 5 * 2 ** 20
@@ -356,6 +374,17 @@ def test_checkpoints_load_and_are_small(base):
     assert not base.training
 
 
+@needs("torch")
+def test_the_numpy_side_config_is_the_committed_models(base):
+    """Notebook 10 reads the model's shape from tinylm_results where torch is absent."""
+    assert base.config == tinylm_results.trained_config()
+    n_params = sum(p.numel() for p in base.parameters())
+    assert n_params == tinylm_results.load_training_log()[1]["parameters"]
+    copy = tinylm_results.trained_config()
+    copy["head_dim"] = 0  # a fresh copy each call: editing it changes nothing
+    assert tinylm_results.trained_config()["head_dim"] == 32
+
+
 def write_snapshot():
     """Refresh the snapshot after retraining: ``.venv/bin/python tests/test_tinylm.py``."""
     tokens = kvtask.retrieval_batch(4242, 64, 2)
@@ -365,6 +394,7 @@ def write_snapshot():
     np.savez_compressed(SNAPSHOT, tokens=tokens, logits=logits)
 
 
+@needs("torch")
 def test_logits_match_the_committed_snapshot(base):
     snap = np.load(SNAPSHOT)
     with torch.no_grad():
@@ -372,6 +402,7 @@ def test_logits_match_the_committed_snapshot(base):
     np.testing.assert_allclose(logits.numpy(), snap["logits"], rtol=1e-4, atol=1e-4)
 
 
+@needs("torch")
 def test_retrieval_at_the_trained_length_is_far_above_chance(base):
     n = 64
     tokens = torch.from_numpy(kvtask.retrieval_batch(31337, 256, n))  # unseen seeds
@@ -398,6 +429,7 @@ def _close(a, b, what, rtol=2e-3, atol=2e-3):
                                rtol=rtol, atol=atol, err_msg=what)
 
 
+@needs("torch")
 @pytest.mark.slow
 def test_committed_results_are_reproduced_by_the_reduced_grid(tmp_path):
     exp = load_experiments()

@@ -18,10 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from _support import skip_module_without
 from hypothesis import given, settings, strategies as st
 
-from lessonlib.attention import naive_attention
+skip_module_without("triton")  # every test here runs the kernel (torch tensors, triton)
+import torch  # noqa: E402
+
+from lessonlib.attention import naive_attention  # noqa: E402
 from lessonlib.triton_attention import (TILE_FULL, TILE_MASKED, TILE_SKIPPED, flash_attention,
                                         kernel_tile_map)
 

@@ -7,13 +7,16 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exp
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lessonlib import triton_attention as ta  # noqa: E402
+from _support import needs  # noqa: E402
+
 from lessonlib import kernel_plan as KP  # noqa: E402
 from lessonlib.plots import triton as P  # noqa: E402
 from lessonlib.widgets import triton as W  # noqa: E402
 
 
+@needs("triton")
 def test_widget_default_map_is_the_kernels():
+    from lessonlib import triton_attention as ta
     w = W.tile_map_explorer()
     opts = dict(causal=True, window=256, sink_tokens=4, block_m=64, block_n=64)
     np.testing.assert_array_equal(w.artists["map"].get_array(),

@@ -1,0 +1,163 @@
+"""What this machine can run: torch and triton are optional, and which platforms get them.
+
+Everything in lessonlib except ``triton_attention`` (torch and triton) and ``tinylm`` (torch)
+needs only numpy, matplotlib and the Jupyter stack. ``requirements.txt`` pins torch and triton
+with environment markers, and the rule here is the same rule (a test evaluates those markers for
+every platform and compares):
+
+  torch   Linux (x86-64, aarch64), macOS on Apple silicon, Windows x86-64
+  triton  Linux (x86-64, aarch64) only: triton publishes no wheels for macOS or Windows
+
+An environment can also leave both out on purpose (``make test WITHOUT_TORCH=1`` builds one,
+as CI does to exercise what a student without torch gets): the Makefile then writes the names
+into ``lessonlib-without.txt`` in the environment's prefix, and nothing here treats their absence
+as a broken install.
+
+In a notebook, ``%load_ext lessonlib.runtime`` adds the cell magic ``%%requires torch`` (or
+``triton``): the cell runs when the package is there, and otherwise prints one sentence saying
+why it is not, instead of a traceback.
+"""
+import ast
+import importlib.util
+import platform
+import sys
+from pathlib import Path
+
+__all__ = ["OPTIONAL", "PLATFORMS", "pinned_for", "platform_key", "left_out", "installed",
+           "missing_reason", "missing_cause", "expected_missing", "profile", "describe",
+           "load_ipython_extension"]
+
+OPTIONAL = ("torch", "triton")
+
+# (sys.platform, platform.machine()) -> the optional packages that platform gets.
+PLATFORMS = {
+    ("linux", "x86_64"): ("torch", "triton"),
+    ("linux", "aarch64"): ("torch", "triton"),
+    ("darwin", "arm64"): ("torch",),
+    ("win32", "AMD64"): ("torch",),
+    ("darwin", "x86_64"): (),  # Intel Macs: torch stopped publishing wheels for them
+}
+_NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows"}
+_LEFT_OUT_FILE = "lessonlib-without.txt"
+
+
+def platform_key(sys_platform=None, machine=None):
+    """(sys.platform, machine) of this machine, or of the one given, as PLATFORMS keys it."""
+    sys_platform = sys.platform if sys_platform is None else sys_platform
+    machine = platform.machine() if machine is None else machine
+    if sys_platform == "linux" and machine == "arm64":
+        machine = "aarch64"  # some Linux distributions say arm64
+    return sys_platform, machine
+
+
+def pinned_for(package, sys_platform=None, machine=None):
+    """True when requirements.txt installs ``package`` (torch or triton) on that platform."""
+    if package not in OPTIONAL:
+        raise ValueError(f"package must be one of {OPTIONAL}, got {package!r}")
+    return package in PLATFORMS.get(platform_key(sys_platform, machine), ())
+
+
+def left_out(prefix=None):
+    """The optional packages this environment was built without on purpose (WITHOUT_TORCH=1)."""
+    path = Path(sys.prefix if prefix is None else prefix) / _LEFT_OUT_FILE
+    if not path.exists():
+        return ()
+    names = tuple(path.read_text().split())
+    bad = [n for n in names if n not in OPTIONAL]
+    if bad:
+        raise ValueError(f"{path}: package names must be among {OPTIONAL}, got {bad}")
+    return names
+
+
+def installed(package):
+    """True when ``package`` can be imported here (without importing it)."""
+    if package not in OPTIONAL:
+        raise ValueError(f"package must be one of {OPTIONAL}, got {package!r}")
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # a module object in sys.modules without a spec, e.g. hidden by a test
+        return False
+
+
+def missing_cause(package):
+    """Why ``package`` is absent here, as a clause; the three cases: this platform gets no
+    wheels or this environment left it out (both by design), or it is pinned and still missing
+    (a broken install)."""
+    key = platform_key()
+    where = f"{_NAMES.get(key[0], key[0])} on {key[1]}"
+    if package in left_out():
+        return "this environment was built without torch and triton (WITHOUT_TORCH=1)"
+    if not pinned_for(package):
+        if package == "triton":
+            return f"triton publishes wheels only for Linux (x86-64 and aarch64), not for {where}"
+        return f"PyTorch publishes no wheels for {where}"
+    return f"it is pinned for {where} but cannot be imported: the environment is incomplete"
+
+
+def missing_reason(package):
+    """None when ``package`` is installed; otherwise one sentence on why not and what to do."""
+    if installed(package):
+        return None
+    cause = missing_cause(package)
+    if not expected_missing(package):
+        return (f"{package} is not installed: {cause}; run `make clean-venv` and then "
+                "`make lab` again.")
+    if package == "triton" and pinned_for("torch") and "WITHOUT_TORCH" not in cause:
+        return (f"triton is not installed: {cause}, so the kernel runs on Linux, in Triton's "
+                "CPU interpreter or on an NVIDIA GPU, and this cell does not run here.")
+    return f"{package} is not installed: {cause}, so this cell does not run here."
+
+
+def expected_missing(package):
+    """True when ``package`` is absent by design here (no wheels, or left out on purpose)."""
+    return not installed(package) and (package in left_out() or not pinned_for(package))
+
+
+def profile():
+    """'full', 'without triton' or 'without torch and triton': what this environment runs."""
+    missing = [p for p in OPTIONAL if not installed(p)]
+    return "full" if not missing else "without " + " and ".join(missing)
+
+
+def describe():
+    """The profile in one line, with versions: what ``make`` prints after an install."""
+    lines = [f"lessonlib profile: {profile()} (Python {platform.python_version()}, "
+             f"{' on '.join(platform_key())})"]
+    for p in OPTIONAL:
+        reason = missing_reason(p)
+        if reason is None:
+            from importlib.metadata import version
+            lines.append(f"  {p} {version(p)}")
+        else:
+            lines.append(f"  {p}: not installed: {missing_cause(p)}")
+    return "\n".join(lines)
+
+
+def _requires(line, cell):
+    """%%requires torch [triton]: run the cell if every named package is installed, else print
+    why not. The cell runs in the notebook's namespace and its last expression is its value."""
+    names = line.split()
+    if not names:
+        raise ValueError("%%requires needs a package name: %%requires torch")
+    for name in names:
+        reason = missing_reason(name)  # ValueError for a name that is not optional
+        if reason is not None:
+            print(reason)
+            return None
+    from IPython import get_ipython
+    shell = get_ipython()
+    tree = ast.parse(shell.transform_cell(cell))
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, "<cell>", "exec"), shell.user_ns)
+    if last is not None:
+        return eval(compile(ast.Expression(last.value), "<cell>", "eval"), shell.user_ns)
+    return None
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext lessonlib.runtime``: registers the ``%%requires`` cell magic."""
+    ipython.register_magic_function(_requires, magic_kind="cell", magic_name="requires")
+
+
+if __name__ == "__main__":
+    print(describe())

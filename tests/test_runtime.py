@@ -1,0 +1,156 @@
+"""lessonlib.runtime: which platforms get torch and triton (the same rule as requirements.txt's
+markers), the reasons printed where they are absent, the %%requires magic, the nbval plugin,
+and that everything but triton_attention and tinylm imports with torch and triton hidden."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from _support import ROOT
+from nbval_requires import requires_of
+from packaging.requirements import Requirement
+
+from lessonlib import runtime
+
+PYTHONS = ("3.11", "3.12", "3.13")
+
+
+def _marker_env(sys_platform, machine, python):
+    return {"sys_platform": sys_platform, "platform_machine": machine, "python_version": python,
+            "python_full_version": python + ".0", "platform_system": {
+                "linux": "Linux", "darwin": "Darwin", "win32": "Windows"}[sys_platform],
+            "os_name": "nt" if sys_platform == "win32" else "posix",
+            "platform_python_implementation": "CPython", "implementation_name": "cpython"}
+
+
+def requirements():
+    reqs = {}
+    for line in open(f"{ROOT}/requirements.txt"):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            r = Requirement(line)
+            reqs[r.name.lower()] = r
+    return reqs
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("key", list(runtime.PLATFORMS))
+def test_the_rule_is_requirements_txts_markers(key, python):
+    reqs = requirements()
+    env = _marker_env(*key, python)
+    for package in runtime.OPTIONAL:
+        marker = reqs[package].marker
+        installs = marker is None or marker.evaluate(env)
+        assert installs == runtime.pinned_for(package, *key), (package, key, python)
+    for name, r in reqs.items():  # everything else installs everywhere
+        if name not in runtime.OPTIONAL:
+            assert r.marker is None or r.marker.evaluate(env), (name, key)
+
+
+def test_platform_keys_and_bad_names():
+    assert runtime.platform_key("linux", "arm64") == ("linux", "aarch64")
+    assert runtime.pinned_for("triton", "linux", "x86_64") and runtime.pinned_for("torch", "win32", "AMD64")
+    assert not runtime.pinned_for("triton", "darwin", "arm64")
+    assert not runtime.pinned_for("torch", "darwin", "x86_64")
+    assert not runtime.pinned_for("torch", "freebsd", "amd64")  # unknown: nothing optional
+    for f in (runtime.pinned_for, runtime.installed, runtime.missing_reason):
+        with pytest.raises(ValueError, match="package must be one of"):
+            f("numpy")
+
+
+def test_reasons_name_the_cause(monkeypatch, tmp_path):
+    monkeypatch.setattr(runtime, "installed", lambda p: False)
+    monkeypatch.setattr(runtime.sys, "prefix", str(tmp_path))
+    monkeypatch.setattr(runtime, "platform_key", lambda *a: ("darwin", "arm64"))
+    assert "only for Linux" in runtime.missing_reason("triton")
+    assert "macOS on arm64" in runtime.missing_reason("triton")
+    assert "in Triton's CPU interpreter or on an NVIDIA GPU" in runtime.missing_reason("triton")
+    assert "pinned" in runtime.missing_reason("torch") and "make clean-venv" in runtime.missing_reason("torch")
+    assert "torch: not installed: it is pinned" in runtime.describe()
+    assert runtime.expected_missing("triton") and not runtime.expected_missing("torch")
+    monkeypatch.setattr(runtime, "platform_key", lambda *a: ("darwin", "x86_64"))
+    assert "PyTorch publishes no wheels for macOS on x86_64" in runtime.missing_reason("torch")
+    assert "only for Linux" in runtime.missing_reason("triton")
+    monkeypatch.setattr(runtime, "platform_key", lambda *a: ("linux", "x86_64"))
+    (tmp_path / "lessonlib-without.txt").write_text("torch triton\n")
+    assert runtime.left_out() == ("torch", "triton")
+    assert "WITHOUT_TORCH=1" in runtime.missing_reason("torch") and runtime.expected_missing("torch")
+    assert runtime.profile() == "without torch and triton"
+    (tmp_path / "lessonlib-without.txt").write_text("torch numpy\n")
+    with pytest.raises(ValueError, match="numpy"):
+        runtime.left_out()
+
+
+def test_this_environment_has_what_its_platform_and_profile_promise():
+    for package in runtime.OPTIONAL:
+        assert runtime.installed(package) or runtime.expected_missing(package), \
+            runtime.missing_reason(package)
+    assert runtime.describe().startswith(f"lessonlib profile: {runtime.profile()}")
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "lessonlib.runtime")
+    return shell
+
+
+def test_requires_magic_runs_the_cell_or_says_why(monkeypatch, capsys):
+    shell = _shell()
+    monkeypatch.setattr(runtime, "missing_reason", lambda p: None)
+    value = shell.run_cell_magic("requires", "torch", "x_ran = 40\nx_ran + 2")
+    assert value == 42 and shell.user_ns["x_ran"] == 40
+    assert shell.run_cell_magic("requires", "torch triton", "y_ran = 1") is None
+    assert shell.user_ns["y_ran"] == 1
+    monkeypatch.setattr(runtime, "missing_reason",
+                        lambda p: "torch is not installed: a reason." if p == "torch" else None)
+    assert shell.run_cell_magic("requires", "triton torch", "z_ran = 1\nz_ran") is None
+    assert "z_ran" not in shell.user_ns
+    assert capsys.readouterr().out == "torch is not installed: a reason.\n"
+    with pytest.raises(ValueError, match="package name"):
+        shell.run_cell_magic("requires", "", "1")
+    with pytest.raises(ZeroDivisionError):  # an error in the cell is the cell's error
+        monkeypatch.setattr(runtime, "missing_reason", lambda p: None)
+        shell.run_cell_magic("requires", "torch", "1 / 0")
+
+
+def test_nbval_plugin_reads_the_first_line():
+    assert requires_of("%%requires torch\nimport torch") == ("torch",)
+    assert requires_of("\n%%requires triton torch\nx") == ("triton", "torch")
+    assert requires_of("import torch  # %%requires torch") == ()
+    assert requires_of("") == ()
+
+
+HIDE = """
+import importlib, pkgutil, sys
+sys.modules["torch"] = sys.modules["triton"] = None  # import halts, find_spec says absent
+"""
+
+
+def test_everything_but_the_kernel_and_the_model_imports_without_torch_and_triton():
+    """What a Mac or Windows student without triton, or an Intel Mac without torch, imports."""
+    code = HIDE + textwrap.dedent("""
+        import json, lessonlib
+        from lessonlib import runtime
+        names = sorted(m.name for m in pkgutil.walk_packages(lessonlib.__path__, "lessonlib."))
+        ok, failed = [], {}
+        for name in names:
+            try:
+                importlib.import_module(name)
+                ok.append(name)
+            except ImportError as e:
+                failed[name] = str(e)
+        print(json.dumps(dict(ok=ok, failed=failed, profile=runtime.profile(),
+                              loaded=[m for m in sys.modules if m.split(".")[0] in ("torch", "triton")
+                                      and sys.modules[m] is not None])))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(result["failed"]) == {"lessonlib.triton_attention", "lessonlib.tinylm"}, result["failed"]
+    assert all("halted" in e for e in result["failed"].values())
+    for topic in ("checks", "plots", "widgets"):
+        assert any(n.startswith(f"lessonlib.{topic}.") for n in result["ok"])
+    assert "lessonlib.kernel_plan" in result["ok"] and "lessonlib.tinylm_results" in result["ok"]
+    assert result["profile"] == "without torch and triton" and result["loaded"] == []
