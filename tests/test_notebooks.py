@@ -71,3 +71,25 @@ def test_notebooks_are_numbered_in_teaching_order():
     names = [os.path.basename(p) for p in NOTEBOOKS]
     assert names == sorted(names)
     assert len({n[:2] for n in names}) == len(names)
+
+
+TORCH_USE = re.compile(r"^\s*(import|from) torch\b|\btorch\.\w|import .*\btriton_attention\b|"
+                       r"lessonlib\.triton_attention\b|lessonlib\.tinylm import|import lessonlib\.tinylm\b",
+                       re.M)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_cells_that_need_torch_or_triton_say_so(path):
+    """Where torch or triton is absent (macOS, Windows, Intel Macs), only cells that start with
+    %%requires are off, and they print why; every other cell must run without them."""
+    nb = load(path)
+    cells = code_cells(nb)
+    for i, cell in enumerate(cells):
+        text = source(cell)
+        needs = text.startswith("%%requires ")
+        uses = bool(TORCH_USE.search(text))
+        assert needs or not uses, f"code cell {i} uses torch or triton without %%requires"
+        if needs:
+            assert "%load_ext lessonlib.runtime" in source(cells[0]), "the magic is not loaded"
+            names = text.split("\n", 1)[0].split()[1:]
+            assert names and set(names) <= {"torch", "triton"}, names
