@@ -1,44 +1,77 @@
 # Two commands a newcomer needs: `make lab` and `make test`. Both create or update .venv first.
 SHELL := /bin/bash
 PYTHON ?= python3
-VENV := .venv
+# WITHOUT_TORCH=1: a separate environment without torch and triton (what an Intel Mac gets; CI
+# runs the tests there too). TORCH_INDEX=URL: an extra package index for torch, e.g. PyTorch's
+# CPU-only builds on Linux (see the README).
+ifeq ($(WITHOUT_TORCH),1)
+VENV ?= .venv-notorch
+REQUIREMENTS = <(grep -vE '^(torch|triton)[ =;]' requirements.txt)
+else
+VENV ?= .venv
+REQUIREMENTS = requirements.txt
+endif
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYTAG := $(VENV)/.python-$(PYVER)
 JOBS ?= 2
+UV_VERSION := 0.13.9
+TOOLS := .tools
 NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval browser bench bench-gpu tinylm clean-venv venv
+.PHONY: lab test unit nbval browser bench bench-gpu tinylm clean-venv venv profile check-pins
 
 venv: $(STAMP)
 
-# Re-install whenever the pins or the package metadata change.
-$(STAMP): requirements.txt pyproject.toml
+# A supported Python, and a venv built by it: one built by another Python is rebuilt.
+$(PYTAG):
+	@case "$(PYVER)" in 3.11|3.12|3.13) ;; *) echo "lessonlib supports Python 3.11, 3.12 and" \
+	  "3.13; '$(PYTHON)' is '$(PYVER)'. Run make PYTHON=python3.12 (or python3.11, python3.13)." >&2; \
+	  exit 2;; esac
+	@if [ -x $(PY) ] && [ "$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+	  != "$(PYVER)" ]; then echo "$(VENV) was built by another Python: rebuilding it with" \
+	  "Python $(PYVER)"; rm -rf $(VENV); fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@rm -f $(VENV)/.python-* && touch $@
+
+# Re-install whenever the pins, the package metadata or the Python change. The markers in
+# requirements.txt leave out what a platform has no wheels for (triton off Linux, torch on
+# Intel Macs); WITHOUT_TORCH=1 leaves out both and records it for lessonlib.runtime.
+$(STAMP): requirements.txt pyproject.toml $(PYTAG)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) \
+	  -r $(REQUIREMENTS)
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@$(if $(filter 1,$(WITHOUT_TORCH)),echo "torch triton" > $(VENV)/lessonlib-without.txt, \
+	  rm -f $(VENV)/lessonlib-without.txt)
 	@touch $(STAMP)
 
+# Which profile this environment has (full, without triton, without torch and triton) and why.
+profile: $(STAMP)
+	@$(PY) -m lessonlib.runtime
+
 # JupyterLab on notebooks/, bound to loopback, protected by Jupyter's token (it prints the URL).
-lab: $(STAMP)
+lab: profile
 	@echo "Starting JupyterLab on 127.0.0.1; open the http://127.0.0.1:...?token=... URL printed below."
 	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=notebooks \
 	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ALLOW_ROOT)
 
-test: unit nbval browser
+test: profile unit nbval browser
 
-# Unit tests: headless matplotlib, Triton in interpreter mode (no GPU here).
+# Unit tests: headless matplotlib, Triton in interpreter mode (no GPU here). -rs: each skip's
+# reason (only what this platform or profile lacks skips; under CI=true nothing else may).
 unit: $(STAMP)
-	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser -q
+	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser -q -rs
 
 # Every notebook, strictly, against its committed outputs. MPLBACKEND is not exported to kernels.
 nbval: $(STAMP)
 ifeq ($(strip $(NOTEBOOKS)),)
 	@echo "nbval: no notebooks in notebooks/ yet, nothing to compare"
 else
-	TRITON_INTERPRET=1 $(PY) -m pytest --nbval --nbval-current-env \
+	TRITON_INTERPRET=1 $(PY) -m pytest --nbval --nbval-current-env -p tests.nbval_requires \
 	  --nbval-sanitize-with nbval_sanitize.cfg -n $(JOBS) --dist loadfile -q $(NOTEBOOKS)
 endif
 
@@ -69,6 +102,15 @@ bench-gpu: $(STAMP)
 tinylm: $(STAMP)
 	$(PY) scripts/train_tinylm.py
 	$(PY) scripts/tinylm_experiments.py
+
+# requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
+# x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).
+check-pins: $(TOOLS)/bin/uv
+	$(PYTHON) scripts/check_pins.py --uv $(TOOLS)/bin/uv
+
+$(TOOLS)/bin/uv:
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet uv==$(UV_VERSION)
 
 clean-venv:
 	rm -rf $(VENV)

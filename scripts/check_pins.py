@@ -1,0 +1,163 @@
+"""Prove that requirements.txt resolves from the public index on every platform students use.
+
+    python scripts/check_pins.py --uv .tools/bin/uv          # what `make check-pins` runs
+    python scripts/check_pins.py --uv .tools/bin/uv --with-cuda   # download sizes incl. CUDA
+
+For each platform x Python (3.11, 3.12, 3.13) it runs `uv pip compile` with that platform's
+markers and wheel tags (`--python-platform`, `--only-binary :all:`: a student's machine needs
+no compiler), then checks the result: every pin of ours that applies there is in it at its
+version, torch and triton are there exactly where lessonlib.runtime says (the notebooks' rule),
+and no NVIDIA package slipped past the overrides. It prints one row per resolution (the profile
+and the download size of the wheels) and fails naming the platform and uv's reason for any
+conflict. Before the matrix, a self-test resolves a pin that must conflict (triton 3.9.0 beside
+torch 2.13.0 on Linux) and fails unless the check reports it.
+
+Linux resolutions leave out the CUDA libraries (scripts/pins-overrides.txt says why), so their
+sizes exclude them; --with-cuda resolves without the overrides, where the index serves them.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from lessonlib import runtime  # noqa: E402  (stdlib only: no environment needed)
+
+PYTHONS = ("3.11", "3.12", "3.13")
+# (label, uv's --python-platform, runtime.PLATFORMS key)
+TARGETS = (
+    ("Linux x86-64", "x86_64-unknown-linux-gnu", ("linux", "x86_64")),
+    ("Linux aarch64", "aarch64-unknown-linux-gnu", ("linux", "aarch64")),
+    ("macOS arm64", "aarch64-apple-darwin", ("darwin", "arm64")),
+    ("Windows x86-64", "x86_64-pc-windows-msvc", ("win32", "AMD64")),
+    ("macOS x86-64", "x86_64-apple-darwin", ("darwin", "x86_64")),
+)
+OVERRIDES = ROOT / "scripts" / "pins-overrides.txt"
+NVIDIA = re.compile(r"^(nvidia-|cuda-)")
+
+
+def our_pins(path):
+    """{name: (version, marker text or None)} of requirements.txt's pinned lines."""
+    pins = {}
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        spec, _, marker = line.partition(";")
+        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", spec.strip())
+        if not m:
+            raise SystemExit(f"{path}: {line!r} is not pinned with ==")
+        pins[m.group(1).lower()] = (m.group(2), marker.strip() or None)
+    return pins
+
+
+def compile_lock(uv, requirements, platform, python, out_dir, overrides=True):
+    """(returncode, uv's stderr, {name: (version, wheel bytes)})."""
+    out = Path(out_dir) / f"pylock.{platform.replace('-', '_')}_{python.replace('.', '')}.toml"
+    cmd = [uv, "pip", "compile", "--quiet", "--no-header", "--only-binary", ":all:",
+           "--python-platform", platform, "--python-version", python,
+           "--format", "pylock.toml", "-o", str(out), str(requirements)]
+    if overrides and "linux" in platform:
+        cmd[3:3] = ["--overrides", str(OVERRIDES)]
+    env = dict(os.environ, MACOSX_DEPLOYMENT_TARGET="14.0")  # torch ships macOS 14 wheels
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        return run.returncode, run.stderr, {}
+    lock = tomllib.loads(out.read_text())
+    return 0, run.stderr, {p["name"]: (p["version"], sum(w.get("size", 0) for w in p.get("wheels", [])))
+                           for p in lock["packages"]}
+
+
+def _applies(marker, key, python):
+    """Evaluate a requirements.txt marker for a platform key, with the little grammar we use."""
+    if marker is None:
+        return True
+    env = {"sys_platform": key[0], "platform_machine": key[1], "python_version": python}
+    expr = re.sub(r'(\w+) (==|!=) "([^"]*)"',
+                  lambda m: repr((env[m.group(1)] == m.group(3)) == (m.group(2) == "==")), marker)
+    if not re.fullmatch(r"[()\sTrueFalsandor]*", expr):
+        raise SystemExit(f"requirements.txt: marker {marker!r} uses more than ==, !=, and, or")
+    return eval(expr)  # only True/False/and/or/parentheses are left
+
+
+def check(pins, resolved, key, python, overrides=True):
+    errors = []
+    for name, (version, marker) in pins.items():
+        want = _applies(marker, key, python)
+        got = resolved.get(name, (None,))[0]
+        if want and got != version:
+            errors.append(f"{name}=={version} applies here but resolved to {got}")
+        if not want and got is not None:
+            errors.append(f"{name} is not pinned here but was resolved ({got})")
+    for name in runtime.OPTIONAL:
+        if (name in resolved) != runtime.pinned_for(name, *key):
+            errors.append(f"{name}: lessonlib.runtime says {runtime.pinned_for(name, *key)}, "
+                          f"the resolution {'has' if name in resolved else 'lacks'} it")
+    if overrides:
+        errors += [f"{n} is not left out by scripts/pins-overrides.txt: add it there"
+                   for n in resolved if NVIDIA.match(n)]
+    return errors
+
+
+def self_test(uv, tmp):
+    """The check must catch the conflict that broke installs: triton 3.9.0 beside torch 2.13.0."""
+    bad = Path(tmp) / "requirements-conflict.txt"
+    bad.write_text("torch==2.13.0\ntriton==3.9.0\n")
+    rc, err, _ = compile_lock(uv, bad, TARGETS[0][1], PYTHONS[0], tmp)
+    if rc == 0 or "triton" not in err:
+        raise SystemExit("self-test: a triton pin that conflicts with torch's resolved anyway; "
+                         f"the check cannot be trusted (uv said: {err.strip()[:500]})")
+    print(f"self-test: the known conflict is caught ({_cause(err)[:110]}...)")
+
+
+def _cause(stderr):
+    lines = [l.strip() for l in stderr.splitlines() if l.strip() and not l.startswith("WARNING")]
+    cause = [l for l in lines if l.startswith(("cause:", "Because", "And because", "hint:"))]
+    return " ".join(cause or lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--uv", default="uv", help="the uv executable (make check-pins pins it)")
+    ap.add_argument("--requirements", default=str(ROOT / "requirements.txt"))
+    ap.add_argument("--with-cuda", action="store_true",
+                    help="resolve Linux without the overrides (sizes include the CUDA libraries)")
+    args = ap.parse_args(argv)
+    version = subprocess.run([args.uv, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"resolver: {version}; requirements: {os.path.relpath(args.requirements)}")
+    pins = our_pins(args.requirements)
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        self_test(args.uv, tmp)
+        print(f"\n| platform | Python | profile | packages | download MB |\n|---|---|---|---|---|")
+        for label, platform, key in TARGETS:
+            for python in PYTHONS:
+                rc, err, resolved = compile_lock(args.uv, args.requirements, platform, python, tmp,
+                                                 overrides=not args.with_cuda)
+                if rc != 0:
+                    failures += 1
+                    print(f"| {label} | {python} | FAILED: {_cause(err)} | | |")
+                    continue
+                errors = check(pins, resolved, key, python, overrides=not args.with_cuda)
+                failures += bool(errors)
+                missing = [p for p in runtime.OPTIONAL if p not in resolved]
+                profile = "full" if not missing else "without " + " and ".join(missing)
+                size = sum(s for _, s in resolved.values()) / 1e6
+                cuda = "" if args.with_cuda or key[0] != "linux" else " + CUDA libraries"
+                print(f"| {label} | {python} | {profile} | {len(resolved)} | {size:,.0f}{cuda} |"
+                      + ("".join(f"\n  FAILED: {e}" for e in errors)))
+    if failures:
+        print(f"\ncheck-pins: {failures} platform/Python combination(s) failed (above)")
+        return 1
+    print(f"\ncheck-pins: requirements.txt resolves on all {len(TARGETS) * len(PYTHONS)} "
+          "platform/Python combinations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
