@@ -14,7 +14,9 @@ softmax denominator with no value vector (gpt-oss).
 tiled_attention follows FlashAttention-2, Algorithm 1: per query block it keeps the running max
 m, denominator l and numerator acc of every row, streams the key blocks the mask does not hide
 completely, and writes the output block once. It never materialises more than one
-block_q x block_k score tile per query head.
+block_q x block_k score tile per query head. The unit of work (one KV head with its query group
+x one query block) depends on the problem only, so the output is bitwise the same for any
+number of threads.
 """
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -164,48 +166,45 @@ def _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
     return causal_ok and window_ok
 
 
-def _tiled_group(q, k, v, sinks, scale, causal, window, sink_tokens, block_q, block_k, out):
-    """Tiled attention for a slice of heads that share KV heads.
+def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out):
+    """One unit of work: one KV head with its whole query group, over one query block.
 
-    q (a, g, nq, d): g query heads for each of a KV heads; k (a, nk, d); v (a, nk, dv);
-    sinks (a, g) or None; out (a, g, nq, dv) is written block by block.
+    q (g, bq, d): the g query heads that read this KV head, rows q_lo..q_lo+bq-1 (positions);
+    k (nk, d), v (nk, dv): the KV head; sinks (g,) or None; out (g, bq, dv) is written once.
+    The shapes of every numpy call here follow from (g, bq, d, nk, dv, block_k) alone.
     """
-    a, g, nq, d = q.shape
-    nk, dt = k.shape[1], out.dtype.type
-    offset = nk - nq  # query i sits at position offset + i
-    for i0 in range(0, nq, block_q):
-        i1 = min(i0 + block_q, nq)
-        bq = i1 - i0
-        q_lo, q_hi = offset + i0, offset + i1
-        # The g query heads of a KV head share its K block: stack their rows, one matmul.
-        qb = (q[:, :, i0:i1] * dt(scale)).reshape(a, g * bq, d)  # (a, g*bq, d)
-        m = np.full((a, g * bq), -np.inf, dtype=dt)  # running max: no score seen yet
-        l = np.zeros((a, g * bq), dtype=dt)  # running denominator: empty sum
-        acc = np.zeros((a, g * bq, v.shape[-1]), dtype=dt)  # running numerator
-        for j0 in key_blocks(q_lo, q_hi, nk, block_k, causal=causal, window=window,
-                             sink_tokens=sink_tokens):
-            j1 = min(j0 + block_k, nk)
-            s = np.matmul(qb, k[:, j0:j1].transpose(0, 2, 1))  # (a, g*bq, bk): the one tile
-            if not _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
-                vis = _visible(np.arange(q_lo, q_hi)[:, None], np.arange(j0, j1)[None, :],
-                               causal, window, sink_tokens)  # (bq, bk)
-                s.reshape(a, g, bq, j1 - j0)[:, :, ~vis] = -np.inf
-            m_new = np.maximum(m, s.max(axis=-1))
-            m_ref = np.where(m_new == -np.inf, 0, m_new)  # a row with nothing visible yet
-            alpha = np.exp(m - m_ref)  # rescale what was accumulated against the old max
-            np.subtract(s, m_ref[..., None], out=s)
-            np.exp(s, out=s)  # the tile now holds p = exp(s - m_new), in place
-            l = l * alpha + s.sum(axis=-1)
-            acc *= alpha[..., None]
-            acc += np.matmul(s, v[:, j0:j1])
-            m = m_new
-        if sinks is not None:  # the learned sink joins the denominator, no value vector
-            sink = np.repeat(sinks, bq, axis=1)  # (a, g*bq)
-            m_new = np.maximum(m, sink)
-            alpha = np.exp(m - m_new)
-            acc *= alpha[..., None]
-            l = l * alpha + np.exp(sink - m_new)
-        out[:, :, i0:i1] = (acc / l[..., None]).reshape(a, g, bq, -1)
+    g, bq, d = q.shape
+    nk, dt = k.shape[0], out.dtype.type
+    q_hi = q_lo + bq
+    # The g query heads share the K block: stack their rows, one (g*bq, d) @ (d, bk) matmul.
+    qb = (q.astype(dt, copy=False) * dt(scale)).reshape(g * bq, d)
+    m = np.full(g * bq, -np.inf, dtype=dt)  # running max: no score seen yet
+    l = np.zeros(g * bq, dtype=dt)  # running denominator: empty sum
+    acc = np.zeros((g * bq, v.shape[-1]), dtype=dt)  # running numerator
+    for j0 in key_blocks(q_lo, q_hi, nk, block_k, causal=causal, window=window,
+                         sink_tokens=sink_tokens):
+        j1 = min(j0 + block_k, nk)
+        s = np.matmul(qb, k[j0:j1].T)  # (g*bq, bk): the one tile
+        if not _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
+            hidden = ~_visible(np.arange(q_lo, q_hi)[:, None], np.arange(j0, j1)[None, :],
+                               causal, window, sink_tokens)  # (bq, bk), the same for all g heads
+            np.copyto(s.reshape(g, bq, j1 - j0), -np.inf, where=hidden)
+        m_new = np.maximum(m, s.max(axis=-1))
+        m_ref = np.where(m_new == -np.inf, 0, m_new)  # a row with nothing visible yet
+        alpha = np.exp(m - m_ref)  # rescale what was accumulated against the old max
+        np.subtract(s, m_ref[:, None], out=s)
+        np.exp(s, out=s)  # the tile now holds p = exp(s - m_new), in place
+        l = l * alpha + s.sum(axis=-1)
+        acc *= alpha[:, None]
+        acc += np.matmul(s, v[j0:j1])
+        m = m_new
+    if sinks is not None:  # the learned sink joins the denominator, no value vector
+        sink = np.repeat(sinks, bq)  # (g*bq,)
+        m_new = np.maximum(m, sink)
+        alpha = np.exp(m - m_new)
+        acc *= alpha[:, None]
+        l = l * alpha + np.exp(sink - m_new)
+    out[...] = (acc / l[:, None]).reshape(g, bq, -1)
 
 
 @lru_cache(maxsize=1)
@@ -221,25 +220,20 @@ def _blas_threads(n):
     return _threadpools().limit(limits=n, user_api="blas")
 
 
-def _split_heads(hkv, g, parts):
-    """Cut the (hkv, g) head grid into about `parts` slices of whole KV heads or query groups."""
-    if hkv >= parts or g == 1:
-        bounds = np.linspace(0, hkv, min(parts, hkv) + 1).astype(int)
-        return [(slice(b0, b1), slice(0, g)) for b0, b1 in zip(bounds[:-1], bounds[1:])]
-    per_kv = -(-parts // hkv)
-    bounds = np.linspace(0, g, min(per_kv, g) + 1).astype(int)
-    return [(slice(h, h + 1), slice(b0, b1)) for h in range(hkv)
-            for b0, b1 in zip(bounds[:-1], bounds[1:])]
-
-
 def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
                     scale=None, block_q=DEFAULT_BLOCK_Q, block_k=DEFAULT_BLOCK_K, threads=None):
     """FlashAttention in numpy: the same result as naive_attention without the n x n matrix.
 
-    Works on one (query block x key block) tile at a time, vectorised over heads and rows,
-    keeps m, l, acc per query row, and skips key blocks the mask hides completely. Any positive
-    block sizes work. ``threads`` (default: the CPU count) spreads disjoint head slices over
-    threads, since numpy's elementwise work runs on one core; each head still holds one tile.
+    Works on one (query block x key block) tile at a time, keeps m, l, acc per query row, and
+    skips key blocks the mask hides completely. Any positive block sizes work.
+
+    The unit of work is fixed by the problem alone, as in the Triton grid: one KV head with its
+    whole query group (g query heads stacked, g * block_q rows) over one query block. ``threads``
+    (default: the CPU count) only schedules those units over a thread pool, since numpy's
+    elementwise work runs on one core; BLAS runs one thread inside. Every unit makes the same
+    numpy calls on the same shapes whatever ``threads`` is, so the output is bitwise independent
+    of ``threads`` on every CPU and BLAS (BLAS kernels and summation orders are picked by shape).
+    Each running unit holds one (g * block_q) x block_k score tile.
     """
     a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
@@ -247,23 +241,31 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     dt = _work_dtype(a.q, a.k, a.v)
     hq, nq, d = a.q.shape
     hkv, g = a.k.shape[0], a.group
-    qg = a.q.reshape(hkv, g, nq, d)  # query head h = kv * g + i reads KV head kv: a view
+    nk = a.k.shape[1]
+    qg = a.q.reshape(hkv, g, nq, d)  # query head h = kv * g + i reads KV head kv
     k, v = a.k.astype(dt, copy=False), a.v.astype(dt, copy=False)
     sinks = None if a.sink_logits is None else a.sink_logits.astype(dt).reshape(hkv, g)
     out = np.empty((hkv, g, nq, v.shape[-1]), dtype=dt)
+    offset = nk - nq  # query i sits at position offset + i
 
-    def run(part):
-        kv, gs = part
-        _tiled_group(qg[kv, gs].astype(dt, copy=False), k[kv], v[kv],
-                     None if sinks is None else sinks[kv, gs], a.scale, causal, window,
-                     sink_tokens, block_q, block_k, out[kv, gs])
+    # Last query blocks first: under a causal mask they visit the most key blocks, so a pool
+    # that hands out units in this order ends with the short ones (scheduling only).
+    units = [(kv, i0) for i0 in reversed(range(0, nq, block_q)) for kv in range(hkv)]
 
-    parts = _split_heads(hkv, g, threads)
+    def run(unit):
+        kv, i0 = unit
+        i1 = min(i0 + block_q, nq)
+        _tiled_unit(qg[kv, :, i0:i1], k[kv], v[kv], None if sinks is None else sinks[kv],
+                    a.scale, offset + i0, causal, window, sink_tokens, block_k,
+                    out[kv, :, i0:i1])
+
+    workers = min(threads, len(units))
     with _blas_threads(1):  # tiles are small matmuls: our threads, not BLAS's, use the cores
-        if len(parts) == 1:
-            run(parts[0])
+        if workers == 1:
+            for unit in units:
+                run(unit)
         else:
-            with ThreadPoolExecutor(max_workers=len(parts)) as pool:
-                list(pool.map(run, parts))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(run, units))
     out = out.reshape(hq, nq, -1)
     return out[0] if a.squeeze else out

@@ -1,12 +1,15 @@
 import math
 import tracemalloc
+from collections import Counter
 
 import numpy as np
 import pytest
-import torch
+from _support import needs, optional
 from hypothesis import given, strategies as st
 
 from lessonlib.attention import attention_mask, key_blocks, naive_attention, tiled_attention
+
+torch = optional("torch")  # torch's SDPA is an independent reference where torch is installed
 
 
 def visible(p, j, causal, window, sink_tokens):
@@ -107,6 +110,7 @@ def test_decode_row_equals_last_row_of_prefill():
     np.testing.assert_allclose(step, full[:, -1:], rtol=1e-5, atol=1e-6)
 
 
+@needs("torch")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("hq, hkv, nq, nk", [(8, 8, 33, 33), (8, 2, 33, 33), (8, 1, 5, 47)])
 def test_against_torch_sdpa(causal, hq, hkv, nq, nk):
@@ -122,6 +126,7 @@ def test_against_torch_sdpa(causal, hq, hkv, nq, nk):
         np.testing.assert_allclose(f(q, k, v, causal=causal), expect, rtol=1e-4, atol=1e-5)
 
 
+@needs("torch")
 def test_against_torch_sdpa_windowed():
     rng = np.random.default_rng(6)
     q, k, v = rand(rng, 4, 50, 8), rand(rng, 4, 50, 8), rand(rng, 4, 50, 8)
@@ -194,13 +199,75 @@ def test_tiled_never_holds_the_score_matrix():
     assert peak < h * n * n * 4 / 20  # vs the naive score matrix
 
 
-def test_threads_do_not_change_the_result():
+THREADS = (1, 2, 3, 8, 16)
+
+
+def _record_work(monkeypatch, f):
+    """Run f() and return what it computed on: the arguments of every unit (arrays by shape,
+    in any order, since threads finish units in any order) and the operand shapes of every
+    matmul (the calls whose BLAS kernel, hence summation order, depends on the shape)."""
+    import lessonlib.attention as A
+
+    units, matmuls = [], []
+    unit, matmul = A._tiled_unit, np.matmul
+
+    def unit_spy(*args):
+        units.append(tuple(a.shape if isinstance(a, np.ndarray) else a for a in args))
+        return unit(*args)
+
+    def matmul_spy(x, y, *args, **kw):
+        matmuls.append((np.shape(x), np.shape(y)))
+        return matmul(x, y, *args, **kw)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(A, "_tiled_unit", unit_spy)
+        mp.setattr(np, "matmul", matmul_spy)
+        out = f()
+    return out, Counter(units), Counter(matmuls)
+
+
+@pytest.mark.parametrize("hkv", [1, 2])
+@pytest.mark.parametrize("g", [1, 4])
+def test_units_and_matmul_shapes_do_not_depend_on_threads(monkeypatch, hkv, g):
+    """The unit of work is one KV head with its whole query group x one query block, whatever
+    the thread count: the old schedule split query groups (or batched KV heads) by thread count,
+    which changed the matmul shapes and, on OpenBLAS Haswell kernels, the rounding."""
+    rng = np.random.default_rng(10)
+    nq, nk, bq, bk = 37, 45, 8, 16  # nq not a multiple of block_q: a short last block
+    q, k, v = rand(rng, hkv * g, nq, 8), rand(rng, hkv, nk, 8), rand(rng, hkv, nk, 6)
+    kw = dict(causal=True, window=20, sink_tokens=3, block_q=bq, block_k=bk)
+    seen = {t: _record_work(monkeypatch, lambda: tiled_attention(q, k, v, threads=t, **kw))
+            for t in THREADS}
+    _, units, matmuls = seen[1]
+    n_blocks = -(-nq // bq)
+    assert sum(units.values()) == hkv * n_blocks
+    assert {u[0] for u in units} == {(g, bq, 8), (g, nq % bq, 8)}  # q of a unit: the whole group
+    assert all(s[0][0] in (g * bq, g * (nq % bq)) for s in matmuls)  # g * bq stacked rows
+    for t in THREADS[1:]:
+        out, units_t, matmuls_t = seen[t]
+        assert units_t == units, f"threads={t} changed the units"
+        assert matmuls_t == matmuls, f"threads={t} changed the matmul shapes"
+        np.testing.assert_array_equal(out, seen[1][0])
+
+
+@pytest.mark.parametrize("hq, hkv, nq, nk, bq, bk, kw", [
+    (8, 1, 70, 70, 16, 16, dict(causal=True)),  # MQA
+    (8, 2, 70, 70, 16, 16, dict(causal=True)),  # GQA
+    (4, 4, 53, 53, 7, 11, dict()),  # dense, odd block sizes
+    (8, 2, 61, 61, 9, 13, dict(causal=True, window=12, sink_tokens=3)),
+    (8, 1, 40, 64, 8, 8, dict(causal=True, sink_logits=np.linspace(-2.0, 2.0, 8))),
+    (8, 2, 1, 90, 4, 16, dict(causal=True, window=30, sink_tokens=2,
+                              sink_logits=np.linspace(1.0, -1.0, 8))),  # decode
+])
+def test_threads_do_not_change_the_result(hq, hkv, nq, nk, bq, bk, kw):
     rng = np.random.default_rng(8)
-    q, k, v = rand(rng, 8, 70, 8), rand(rng, 2, 70, 8), rand(rng, 2, 70, 8)
-    one = tiled_attention(q, k, v, causal=True, threads=1, block_q=16, block_k=16)
-    for t in (2, 3, 8, 16):
-        np.testing.assert_array_equal(tiled_attention(q, k, v, causal=True, threads=t, block_q=16,
-                                                      block_k=16), one)
+    q, k, v = rand(rng, hq, nq, 8), rand(rng, hkv, nk, 8), rand(rng, hkv, nk, 8)
+    one = tiled_attention(q, k, v, threads=1, block_q=bq, block_k=bk, **kw)
+    np.testing.assert_allclose(one, naive_attention(q, k, v, **kw), rtol=3e-5, atol=3e-6)
+    for t in THREADS[1:] + (None,):
+        np.testing.assert_array_equal(
+            tiled_attention(q, k, v, threads=t, block_q=bq, block_k=bk, **kw), one,
+            err_msg=f"threads={t}")
 
 
 BAD = [
@@ -245,14 +312,14 @@ def test_bad_mask_arguments(args, kw, match):
         attention_mask(*args, **kw)
 
 
-def test_blas_threads_are_limited_inside_and_restored_after():
+def test_blas_threads_are_limited_inside_and_restored_after(monkeypatch):
     from threadpoolctl import threadpool_info
 
     import lessonlib.attention as A
 
     before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
     seen = []
-    original = A._tiled_group
+    original = A._tiled_unit
 
     def spy(*args):
         seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
@@ -260,11 +327,9 @@ def test_blas_threads_are_limited_inside_and_restored_after():
 
     rng = np.random.default_rng(9)
     q, k, v = rand(rng, 4, 20, 8), rand(rng, 2, 20, 8), rand(rng, 2, 20, 8)
-    A._tiled_group = spy
-    try:
+    with monkeypatch.context() as mp:
+        mp.setattr(A, "_tiled_unit", spy)
         out = tiled_attention(q, k, v, causal=True, block_q=8, block_k=8)
-    finally:
-        A._tiled_group = original
     np.testing.assert_allclose(out, naive_attention(q, k, v, causal=True), rtol=1e-5, atol=1e-6)
     assert seen and all(all(n == 1 for n in s) for s in seen)
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
