@@ -86,6 +86,10 @@ def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
             raise ValueError(f"{name} must be 2-D (n, d) or 3-D (heads, n, d), got shape {a.shape}")
         if not np.issubdtype(a.dtype, np.floating):
             raise ValueError(f"{name} must hold floating-point numbers, got dtype {a.dtype}")
+        if not np.isfinite(a).all():  # NaN or inf would come back as NaN rows, silently
+            at = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise ValueError(f"{name} holds non-finite values ({int((~np.isfinite(a)).sum())}; "
+                             f"the first, {a[at]}, at index {at}): attention needs finite inputs")
     if not q.ndim == k.ndim == v.ndim:
         raise ValueError(f"q, k and v must all be 2-D or all 3-D, got {q.ndim}, {k.ndim}, {v.ndim}")
     squeeze = q.ndim == 2
@@ -118,6 +122,17 @@ def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
     return AttentionInputs(q, k, v, sink_logits, float(scale), squeeze)
 
 
+def _check_finite_output(out, a, dt):
+    """Finite q, k, v can still overflow the scores (|q . k| * scale past the float type's
+    maximum) into inf and then NaN: say so, with the bound and what to do, instead of NaN rows."""
+    if np.isfinite(out).all():
+        return out
+    bound = float(np.abs(a.q).max()) * float(np.abs(a.k).max()) * a.q.shape[-1] * a.scale
+    raise ValueError(f"finite q and k overflowed the scores in {np.dtype(dt).name}: "
+                     f"max|q| x max|k| x d x scale = {bound:.3g} against a maximum of "
+                     f"{float(np.finfo(dt).max):.3g}; scale q or k down, or pass float64 arrays")
+
+
 def _work_dtype(*arrays):
     """float64 in, float64 out; everything else is computed in float32."""
     return np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
@@ -130,18 +145,20 @@ def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     dt = _work_dtype(a.q, a.k, a.v)
     kv_of_head = np.arange(a.q.shape[0]) // a.group
     k_h, v_h = a.k[kv_of_head].astype(dt), a.v[kv_of_head].astype(dt)  # (hq, nk, d), a copy
-    S = np.matmul(a.q.astype(dt), k_h.transpose(0, 2, 1)) * dt(a.scale)  # (hq, nq, nk)
-    nq, nk = S.shape[1:]
-    S = np.where(attention_mask(nq, nk, causal=causal, window=window, sink_tokens=sink_tokens),
-                 S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)  # every row sees at least its own position: m is finite
-    if a.sink_logits is not None:
-        m = np.maximum(m, a.sink_logits.astype(dt)[:, None, None])
-    P = np.exp(S - m)
-    denom = P.sum(axis=-1, keepdims=True)
-    if a.sink_logits is not None:
-        denom = denom + np.exp(a.sink_logits.astype(dt)[:, None, None] - m)
-    out = np.matmul(P / denom, v_h)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked on the output
+        S = np.matmul(a.q.astype(dt), k_h.transpose(0, 2, 1)) * dt(a.scale)  # (hq, nq, nk)
+        nq, nk = S.shape[1:]
+        S = np.where(attention_mask(nq, nk, causal=causal, window=window,
+                                    sink_tokens=sink_tokens), S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)  # every row sees its own position: m is finite
+        if a.sink_logits is not None:
+            m = np.maximum(m, a.sink_logits.astype(dt)[:, None, None])
+        P = np.exp(S - m)
+        denom = P.sum(axis=-1, keepdims=True)
+        if a.sink_logits is not None:
+            denom = denom + np.exp(a.sink_logits.astype(dt)[:, None, None] - m)
+        out = np.matmul(P / denom, v_h)
+    out = _check_finite_output(out, a, dt)
     return out[0] if a.squeeze else out
 
 
@@ -255,9 +272,10 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     def run(unit):
         kv, i0 = unit
         i1 = min(i0 + block_q, nq)
-        _tiled_unit(qg[kv, :, i0:i1], k[kv], v[kv], None if sinks is None else sinks[kv],
-                    a.scale, offset + i0, causal, window, sink_tokens, block_k,
-                    out[kv, :, i0:i1])
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked on the output
+            _tiled_unit(qg[kv, :, i0:i1], k[kv], v[kv], None if sinks is None else sinks[kv],
+                        a.scale, offset + i0, causal, window, sink_tokens, block_k,
+                        out[kv, :, i0:i1])
 
     workers = min(threads, len(units))
     with _blas_threads(1):  # tiles are small matmuls: our threads, not BLAS's, use the cores
@@ -267,5 +285,5 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 list(pool.map(run, units))
-    out = out.reshape(hq, nq, -1)
+    out = _check_finite_output(out.reshape(hq, nq, -1), a, dt)
     return out[0] if a.squeeze else out

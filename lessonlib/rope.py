@@ -458,6 +458,9 @@ def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
     x = np.asarray(x)
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., n, d), got {x.shape}")
+    if np.issubdtype(x.dtype, np.number) and not np.isfinite(x).all():
+        raise ValueError(f"x holds non-finite values ({int((~np.isfinite(x)).sum())} of "
+                         f"{x.size}): NaN or inf would come back rotated, silently")
     inv_freq = np.asarray(inv_freq, dtype=np.float64)
     if inv_freq.ndim != 1 or inv_freq.size == 0 or not np.all(np.isfinite(inv_freq)):
         raise ValueError(f"inv_freq must be a non-empty 1-D array of finite numbers, got shape {inv_freq.shape}")

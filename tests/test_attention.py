@@ -333,3 +333,26 @@ def test_blas_threads_are_limited_inside_and_restored_after(monkeypatch):
     np.testing.assert_allclose(out, naive_attention(q, k, v, causal=True), rtol=1e-5, atol=1e-6)
     assert seen and all(all(n == 1 for n in s) for s in seen)
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+@pytest.mark.parametrize("f", [naive_attention, tiled_attention])
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_inputs_name_the_array(f, name, bad):
+    """NaN or inf in an input used to come back as NaN rows: now an error that names the array."""
+    rng = np.random.default_rng(3)
+    arrays = dict(q=rand(rng, 4, 9, 8), k=rand(rng, 2, 12, 8), v=rand(rng, 2, 12, 8))
+    arrays[name][1, 5, 2] = bad
+    with pytest.raises(ValueError, match=rf"^{name} holds non-finite values .* at index \(1, 5, 2\)"):
+        f(**arrays, causal=True)
+
+
+@pytest.mark.parametrize("f", [naive_attention, tiled_attention])
+def test_finite_inputs_that_overflow_the_scores_say_so(f):
+    """Huge finite q overflows float32 scores into NaN; naive and tiled both say why instead."""
+    rng = np.random.default_rng(4)
+    q, k, v = rand(rng, 2, 6, 8) * 1e20, rand(rng, 2, 6, 8) * 1e20, rand(rng, 2, 6, 8)
+    with pytest.raises(ValueError, match=r"overflowed the scores in float32: .* scale q or k down"):
+        f(q, k, v, causal=True)
+    out = f(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=True)
+    assert np.isfinite(out).all()  # float64 holds these scores: a result, not an error

@@ -815,3 +815,12 @@ def test_float32_angle_table_carries_the_float32_angle_error():
     np.testing.assert_allclose(cos32[:64], np.cos(exact[:64]), atol=1e-5)  # small m: fine
     c, s = R.float32_angle_table(inv, 4, 2.0)
     np.testing.assert_allclose(c[1], 2 * np.cos(inv), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_apply_rope_rejects_non_finite_input(bad):
+    inv_freq = R.rope_frequencies(load_config("Llama-3.2-1B"))[0]
+    x = np.ones((3, 2 * len(inv_freq)))
+    x[2, 7] = bad
+    with pytest.raises(ValueError, match=r"^x holds non-finite values \(1 of"):
+        R.apply_rope(x, np.arange(3), inv_freq)
