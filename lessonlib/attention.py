@@ -168,6 +168,8 @@ def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_token
     A block is skipped when the mask hides it from every query of the block: after the
     diagonal (causal) or entirely before the window and past the sink tokens.
     """
+    nk, block_k = positive_int("nk", nk), positive_int("block_k", block_k)
+    _check_mask_args(causal, window, sink_tokens)
     last = nk if not causal else min(nk, q_hi)  # keys j <= p <= q_hi - 1
     first = 0 if window is None else max(0, q_lo - window + 1)  # p - j < W for some p
     starts = set(range((first // block_k) * block_k, last, block_k))

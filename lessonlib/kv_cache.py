@@ -397,7 +397,8 @@ def gqa_kv_head(h, hq, hkv):
     hq, hkv = positive_int("hq", hq), positive_int("hkv", hkv)
     if hq % hkv:
         raise ValueError(f"hq={hq} must be a multiple of hkv={hkv}")
-    if not 0 <= h < hq:
+    h = non_negative_int("h", h)  # an index: 1.5 or True is an error, not KV head 0.0
+    if h >= hq:
         raise ValueError(f"h must be in [0, {hq}), got {h}")
     return h // (hq // hkv)
 

@@ -247,6 +247,8 @@ def ntk_base(b, s, r):
     b = _number(b, "rope_theta", above=1.0)
     s = _number(s, "factor", minimum=1.0)
     r = _number(r, "rotary_dim", minimum=4, integer=True)
+    if r % 2:
+        raise ValueError(f"rotary_dim must be even (dims pair up), got {r}")
     return b * s ** (r / (r - 2))
 
 
@@ -273,7 +275,7 @@ def _dynamic(b, r, p, seq_len):
 def yarn_mscale(s, mscale=1.0):
     """YaRN's attention factor mu = 0.1 * mscale * ln(s) + 1 (1 for s <= 1). Both cos and sin are
     multiplied by it, so rotary scores scale by mu^2 (1.2079 and 1.459 at s = 8)."""
-    s = _number(s, "factor")
+    s = _number(s, "factor", above=0.0)
     mscale = _number(mscale, "mscale")
     return 1.0 if s <= 1 else 0.1 * mscale * math.log(s) + 1.0
 
@@ -292,6 +294,9 @@ def yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate=True):
     Clamped to [0, r - 1] as HF does."""
     if not isinstance(truncate, bool):
         raise ValueError(f"truncate must be true or false, got {truncate!r}")
+    if _number(beta_fast, "beta_fast", above=0.0) <= _number(beta_slow, "beta_slow", above=0.0):
+        raise ValueError(f"beta_fast must be > beta_slow (fast pairs turn more often), got "
+                         f"beta_fast={beta_fast!r}, beta_slow={beta_slow!r}")
     low = yarn_correction_dim(beta_fast, r, b, L0)
     high = yarn_correction_dim(beta_slow, r, b, L0)
     if truncate:
@@ -435,6 +440,10 @@ def rope_frequencies(config, seq_len=None, *, layer_type=None):
     if not (np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor)):
         raise ValueError(f"{theta_where} = {b} with {where} = {params} gives non-finite or zero "
                          "frequencies; check rope_theta and factor")
+    if attention_factor >= float(np.finfo(np.float32).max):
+        raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
+                         "past float32's maximum 3.4e38 (cos and sin tables are float32); check "
+                         "attention_factor and mscale")
     return inv_freq, float(attention_factor)
 
 
@@ -476,7 +485,7 @@ def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
         raise ValueError("positions must be finite")
     if style not in ("neox", "gptj"):
         raise ValueError(f"style must be 'neox' or 'gptj', got {style!r}")
-    af = _number(attention_factor, "attention_factor", minimum=0.0)
+    af = _attention_factor(attention_factor)
     dtype = np.result_type(x.dtype, np.float32)
     angles = _angles(positions, inv_freq)  # (..., n, r/2)
     cos, sin = np.cos(angles) * af, np.sin(angles) * af
@@ -491,7 +500,12 @@ def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
         out[..., :h], out[..., h:r] = o1, o2
     else:
         out[..., 0:r:2], out[..., 1:r:2] = o1, o2
-    return out.astype(dtype)
+    with np.errstate(over="ignore"):  # an overflow is reported just below, by name
+        out = out.astype(dtype)
+    if not np.isfinite(out).all():
+        raise ValueError(f"x times attention_factor = {af:g} overflowed {np.dtype(dtype).name}: "
+                         "scale x or attention_factor down")
+    return out
 
 
 def neox_to_gptj_order(r, d=None):
@@ -530,7 +544,7 @@ def cos_sin_table(inv_freq, n_positions, attention_factor=1.0):
     if inv_freq.ndim != 1 or inv_freq.size == 0 or not np.all(np.isfinite(inv_freq)):
         raise ValueError("inv_freq must be a non-empty 1-D array of finite numbers")
     n = _number(n_positions, "n_positions", minimum=1, integer=True)
-    af = _number(attention_factor, "attention_factor", minimum=0.0)
+    af = _attention_factor(attention_factor)
     h = inv_freq.size
     turns_per_position = inv_freq / TWO_PI
     cos, sin = np.empty((n, h), np.float32), np.empty((n, h), np.float32)
@@ -578,14 +592,32 @@ def rope_cos_sin(config, n_positions, *, layer_type=None):
 # Notebook helpers: small pure functions on inv_freq (radians per position)
 # ------------------------------------------------------------------------------------------
 
+def _frequencies(inv_freq):
+    """``inv_freq`` as a float64 array of positive finite numbers, or ValueError naming it."""
+    theta = np.asarray(inv_freq, dtype=np.float64)
+    if theta.ndim != 1 or theta.size == 0 or not (np.isfinite(theta).all() and (theta > 0).all()):
+        raise ValueError(f"inv_freq must be a non-empty 1-D array of positive finite numbers, "
+                         f"got {np.asarray(inv_freq)!r}")
+    return theta
+
+
+def _attention_factor(value):
+    """The factor on cos and sin: a finite number >= 0 that float32 tables can hold."""
+    af = _number(value, "attention_factor", minimum=0.0)
+    if af >= float(np.finfo(np.float32).max):
+        raise ValueError(f"attention_factor must be below float32's maximum 3.4e38 (cos and sin "
+                         f"tables are float32), got {value!r}")
+    return af
+
+
 def wavelengths(inv_freq):
     """Positions per full turn of each pair: 2 pi / theta_i."""
-    return TWO_PI / np.asarray(inv_freq, dtype=np.float64)
+    return TWO_PI / _frequencies(inv_freq)
 
 
 def turns_within(inv_freq, n_positions):
     """Turns each pair completes within ``n_positions`` positions: n / wavelength."""
-    return n_positions / wavelengths(inv_freq)
+    return _number(n_positions, "n_positions", minimum=0) / wavelengths(inv_freq)
 
 
 def largest_trained_angle(inv_freq, n_train):
@@ -600,7 +632,7 @@ def angle_at(inv_freq, position):
 
 def pairs_never_turning(inv_freq, n_positions):
     """Indices of the pairs whose wavelength exceeds ``n_positions`` (no full turn in training)."""
-    return np.flatnonzero(wavelengths(inv_freq) > n_positions)
+    return np.flatnonzero(wavelengths(inv_freq) > _number(n_positions, "n_positions", minimum=1))
 
 
 def outside_trained_arc(inv_freq, position, n_train):
@@ -638,7 +670,7 @@ def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
     angle itself is off by up to 1/128 rad; compare with ``cos_sin_table``, which is not."""
     inv32 = np.asarray(inv_freq, dtype=np.float64).astype(np.float32)
     n = _number(n_positions, "n_positions", minimum=1, integer=True)
-    af = np.float32(_number(attention_factor, "attention_factor", minimum=0.0))
+    af = np.float32(_attention_factor(attention_factor))
     angles = np.multiply.outer(np.arange(n, dtype=np.float32), inv32)  # (n, r/2) float32
     return np.cos(angles) * af, np.sin(angles) * af
 

@@ -356,3 +356,14 @@ def test_finite_inputs_that_overflow_the_scores_say_so(f):
         f(q, k, v, causal=True)
     out = f(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=True)
     assert np.isfinite(out).all()  # float64 holds these scores: a result, not an error
+
+
+@pytest.mark.parametrize("kw, match", [(dict(block_k=0), "block_k"), (dict(block_k=2.5), "block_k"),
+                                       (dict(window=0), "window"), (dict(window=-3), "window"),
+                                       (dict(causal="no"), "causal"), (dict(nk=0), "nk")])
+def test_key_blocks_names_a_bad_argument(kw, match):
+    args = dict(q_lo=0, q_hi=8, nk=16, block_k=4)
+    args.update({k: v for k, v in kw.items() if k in args})
+    opts = {k: v for k, v in kw.items() if k not in args}
+    with pytest.raises(ValueError, match=match):
+        key_blocks(args["q_lo"], args["q_hi"], args["nk"], args["block_k"], **opts)

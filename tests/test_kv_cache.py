@@ -380,3 +380,11 @@ def test_bad_arguments_raise_naming_them():
         kc.kv_cache_bytes(cfg, 0)
     with pytest.raises(ValueError, match="config must be a dict"):
         kc.kv_bytes_per_token("Llama-3.1-8B")
+
+
+@pytest.mark.parametrize("h", [1.5, True, -1, 8, "3"])
+def test_gqa_kv_head_wants_an_integer_head_in_range(h):
+    """gqa_kv_head(1.5, 8, 2) used to return KV head 0.0."""
+    with pytest.raises(ValueError, match="h must be"):
+        kc.gqa_kv_head(h, 8, 2)
+    assert kc.gqa_kv_head(np.int64(7), 8, 2) == 1

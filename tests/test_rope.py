@@ -824,3 +824,41 @@ def test_apply_rope_rejects_non_finite_input(bad):
     x[2, 7] = bad
     with pytest.raises(ValueError, match=r"^x holds non-finite values \(1 of"):
         R.apply_rope(x, np.arange(3), inv_freq)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: R.yarn_correction_range(1, 32, 128, 10000.0, 4096), "beta_fast must be > beta_slow"),
+    (lambda: R.yarn_correction_range(32, 0, 128, 10000.0, 4096), "beta_slow"),
+    (lambda: R.yarn_mscale(0), "factor"),
+    (lambda: R.yarn_mscale(-2.0), "factor"),
+    (lambda: R.ntk_base(10000.0, 8.0, 127), "rotary_dim must be even"),
+    (lambda: R.wavelengths([0.0]), "inv_freq"),
+    (lambda: R.wavelengths([1.0, -0.5]), "inv_freq"),
+    (lambda: R.wavelengths([]), "inv_freq"),
+    (lambda: R.pairs_never_turning([1.0, 1e-4], -1), "n_positions"),
+    (lambda: R.pairs_never_turning([1.0, 1e-4], True), "n_positions"),
+    (lambda: R.turns_within([1.0], -5), "n_positions"),
+])
+def test_helpers_reject_what_has_no_meaning(call, name):
+    """Each of these used to return a number: an inverted band, mu = 1, a base for half a pair,
+    an infinite wavelength, every pair 'never turning'."""
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_helpers_still_give_the_lessons_numbers():
+    assert R.yarn_correction_range(32, 1, 128, 10000.0, 4096) == (20, 46)
+    assert R.yarn_mscale(1.0) == 1.0 and R.yarn_mscale(0.5) == 1.0
+    assert R.pairs_never_turning(naive_theta(10000.0, 32), 256).tolist() == list(range(7, 16))
+
+
+def test_attention_factor_that_overflows_the_tables_is_named():
+    """Found by the corrupted-config property test: attention_factor = 3.4e38 made inf tables."""
+    inv = naive_theta(10000.0, 32)
+    for call in (lambda af: R.cos_sin_table(inv, 16, af),
+                 lambda af: R.float32_angle_table(inv, 16, af),
+                 lambda af: R.apply_rope(np.ones((2, 32)), [0, 1], inv, attention_factor=af)):
+        with pytest.raises(ValueError, match="attention_factor must be below"):
+            call(3.4028235677973366e38)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        R.apply_rope(np.full((2, 32), 1e38, np.float32), [0, 1], inv, attention_factor=1e10)
