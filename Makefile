@@ -51,7 +51,7 @@ $(STAMP): requirements.txt pyproject.toml $(PYTAG)
 
 # Which profile this environment has (full, without triton, without torch and triton) and why.
 profile: $(STAMP)
-	@$(PY) -m lessonlib.runtime
+	@$(PY) -c "from lessonlib import runtime; print(runtime.describe())"
 
 # JupyterLab on notebooks/, bound to loopback, protected by Jupyter's token (it prints the URL).
 lab: profile

@@ -1,6 +1,6 @@
 """Naive and tiled (FlashAttention-style) attention in numpy, with one masking rule for all.
 
-Shapes (the contract in API.md):
+Shapes:
     q (hq, nq, d) or (nq, d); k (hkv, nk, d) or (nk, d); v (hkv, nk, dv) or (nk, dv).
     hq % hkv == 0 and query head h reads KV head h // (hq // hkv)   (GQA; MQA is hkv = 1).
     nq <= nk: query i sits at position p = nk - nq + i              (decode is nq = 1).

@@ -13,19 +13,16 @@ as CI does to exercise what a student without torch gets): the Makefile then wri
 into ``lessonlib-without.txt`` in the environment's prefix, and nothing here treats their absence
 as a broken install.
 
-In a notebook, ``%load_ext lessonlib.runtime`` adds the cell magic ``%%requires torch`` (or
-``triton``): the cell runs when the package is there, and otherwise prints one sentence saying
-why it is not, instead of a traceback.
+Nothing here prints: ``describe()`` returns the profile as text (``make profile`` prints it), and
+``lessonlib.requires`` turns ``missing_reason`` into the notebooks' ``%%requires`` cell magic.
 """
-import ast
 import importlib.util
 import platform
 import sys
 from pathlib import Path
 
 __all__ = ["OPTIONAL", "PLATFORMS", "pinned_for", "platform_key", "left_out", "installed",
-           "missing_reason", "missing_cause", "expected_missing", "profile", "describe",
-           "load_ipython_extension"]
+           "missing_reason", "missing_cause", "expected_missing", "profile", "describe"]
 
 OPTIONAL = ("torch", "triton")
 
@@ -131,33 +128,3 @@ def describe():
         else:
             lines.append(f"  {p}: not installed: {missing_cause(p)}")
     return "\n".join(lines)
-
-
-def _requires(line, cell):
-    """%%requires torch [triton]: run the cell if every named package is installed, else print
-    why not. The cell runs in the notebook's namespace and its last expression is its value."""
-    names = line.split()
-    if not names:
-        raise ValueError("%%requires needs a package name: %%requires torch")
-    for name in names:
-        reason = missing_reason(name)  # ValueError for a name that is not optional
-        if reason is not None:
-            print(reason)
-            return None
-    from IPython import get_ipython
-    shell = get_ipython()
-    tree = ast.parse(shell.transform_cell(cell))
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, "<cell>", "exec"), shell.user_ns)
-    if last is not None:
-        return eval(compile(ast.Expression(last.value), "<cell>", "eval"), shell.user_ns)
-    return None
-
-
-def load_ipython_extension(ipython):
-    """``%load_ext lessonlib.runtime``: registers the ``%%requires`` cell magic."""
-    ipython.register_magic_function(_requires, magic_kind="cell", magic_name="requires")
-
-
-if __name__ == "__main__":
-    print(describe())

@@ -11,7 +11,7 @@ Architecture (Llama-shaped, nanoGPT-sized):
     logits = RMSNorm(x) · embedᵀ                           # tied embeddings
 
 with grouped-query attention (``num_attention_heads`` query heads read
-``num_key_value_heads`` KV heads: query head h reads KV head h // (hq // hkv), as in API.md).
+``num_key_value_heads`` KV heads: query head h reads KV head h // (hq // hkv), as in lessonlib.attention).
 
 RoPE: ``inv_freq`` and ``attention_factor`` come from ``lessonlib.rope.rope_frequencies(config,
 seq_len)``, the cos/sin tables from ``lessonlib.rope.cos_sin_table`` (float64 angles), NeoX

@@ -18,7 +18,7 @@ Symbols (FlashAttention-2, Dao 2023, Algorithm 1), all per query row and kept in
 Scores are multiplied by `scale * log2(e)` so that the kernel can use `exp2`, the GPU's native
 exponential: exp(x) == exp2(x * log2(e)).
 
-Position rule (the contract in API.md): query i sits at position p = nk - nq + i, and key j is
+Position rule (the same as lessonlib.attention's): query i sits at position p = nk - nq + i, and key j is
 visible to it iff (not causal or j <= p) and (window is None or p - j < window or j < sink_tokens).
 
 Runs on a CUDA GPU, or on the CPU under Triton's interpreter (`TRITON_INTERPRET=1`, set before
@@ -248,7 +248,7 @@ def _flash_attention_fwd_kernel(
 # ------------------------------------------------------------------------------------------------
 def flash_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
                     scale=None, block_m=None, block_n=None, num_warps=None, num_stages=None):
-    """Attention with the FlashAttention-2 forward kernel (semantics: API.md).
+    """Attention with the FlashAttention-2 forward kernel (the semantics of lessonlib.attention).
 
     q: (b, hq, nq, d); k, v: (b, hkv, nk, d); torch tensors, all fp32, all fp16 or all bf16, any
     strides. Returns o: (b, hq, nq, d) in the input dtype. `sink_logits`: (hq,) or None.

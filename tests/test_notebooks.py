@@ -90,6 +90,6 @@ def test_cells_that_need_torch_or_triton_say_so(path):
         uses = bool(TORCH_USE.search(text))
         assert needs or not uses, f"code cell {i} uses torch or triton without %%requires"
         if needs:
-            assert "%load_ext lessonlib.runtime" in source(cells[0]), "the magic is not loaded"
+            assert "%load_ext lessonlib.requires" in source(cells[0]), "the magic is not loaded"
             names = text.split("\n", 1)[0].split()[1:]
             assert names and set(names) <= {"torch", "triton"}, names

@@ -92,7 +92,7 @@ def test_this_environment_has_what_its_platform_and_profile_promise():
 def _shell():
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "lessonlib.runtime")
+    shell.run_line_magic("load_ext", "lessonlib.requires")
     return shell
 
 

@@ -1,0 +1,37 @@
+"""The notebooks' ``%%requires`` cell magic: ``%load_ext lessonlib.requires`` in a first cell.
+
+A cell that starts with ``%%requires torch`` (or ``triton``, or both) runs when every named
+package is installed, and otherwise prints the one sentence ``lessonlib.runtime.missing_reason``
+gives (why the package is absent here) instead of failing with a traceback.
+"""
+import ast
+
+from . import runtime
+
+__all__ = ["load_ipython_extension"]
+
+
+def _requires(line, cell):
+    """%%requires torch [triton]: run the cell if every named package is installed, else print
+    why not. The cell runs in the notebook's namespace and its last expression is its value."""
+    names = line.split()
+    if not names:
+        raise ValueError("%%requires needs a package name: %%requires torch")
+    for name in names:
+        reason = runtime.missing_reason(name)  # ValueError for a name that is not optional
+        if reason is not None:
+            print(reason)
+            return None
+    from IPython import get_ipython
+    shell = get_ipython()
+    tree = ast.parse(shell.transform_cell(cell))
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, "<cell>", "exec"), shell.user_ns)
+    if last is not None:
+        return eval(compile(ast.Expression(last.value), "<cell>", "eval"), shell.user_ns)
+    return None
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext lessonlib.requires``: registers the ``%%requires`` cell magic."""
+    ipython.register_magic_function(_requires, magic_kind="cell", magic_name="requires")
