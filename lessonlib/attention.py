@@ -25,6 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
 __all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
@@ -39,8 +40,7 @@ def _check_mask_args(causal, window, sink_tokens):
     if window is not None:
         positive_int("window", window)
     non_negative_int("sink_tokens", sink_tokens)
-    if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal must be True or False, got {causal!r}")
+    check.flag("causal", causal)
 
 
 def _visible(p, j, causal, window, sink_tokens):
@@ -80,16 +80,9 @@ class AttentionInputs:
 
 
 def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
-    q, k, v = (np.asarray(a) for a in (q, k, v))
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        if a.ndim not in (2, 3):
-            raise ValueError(f"{name} must be 2-D (n, d) or 3-D (heads, n, d), got shape {a.shape}")
-        if not np.issubdtype(a.dtype, np.floating):
-            raise ValueError(f"{name} must hold floating-point numbers, got dtype {a.dtype}")
-        if not np.isfinite(a).all():  # NaN or inf would come back as NaN rows, silently
-            at = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
-            raise ValueError(f"{name} holds non-finite values ({int((~np.isfinite(a)).sum())}; "
-                             f"the first, {a[at]}, at index {at}): attention needs finite inputs")
+    # 2-D (n, d) or 3-D (heads, n, d) floats; NaN or inf would come back as NaN rows, silently
+    q, k, v = (check.array(name, a, kind="float", ndim=(2, 3))
+               for name, a in (("q", q), ("k", k), ("v", v)))
     if not q.ndim == k.ndim == v.ndim:
         raise ValueError(f"q, k and v must all be 2-D or all 3-D, got {q.ndim}, {k.ndim}, {v.ndim}")
     squeeze = q.ndim == 2
@@ -109,16 +102,12 @@ def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
         raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
     _check_mask_args(causal, window, sink_tokens)
     if sink_logits is not None:
-        sink_logits = np.asarray(sink_logits, dtype=np.float64).reshape(-1)
+        sink_logits = check.array("sink_logits", sink_logits, kind="real", ndim=(0, 1))
         if sink_logits.shape != (hq,):
-            raise ValueError(f"sink_logits must have one logit per query head ({hq}), "
-                             f"got {sink_logits.shape[0]}")
-        if not np.isfinite(sink_logits).all():
-            raise ValueError("sink_logits must be finite")
-    if scale is None:
-        scale = 1.0 / np.sqrt(d)
-    elif not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+            raise ValueError(f"sink_logits must have one logit per query head, shape ({hq},), "
+                             f"got shape {sink_logits.shape}")
+        sink_logits = sink_logits.astype(np.float64)
+    scale = 1.0 / np.sqrt(d) if scale is None else check.real("scale", scale, above=0.0)
     return AttentionInputs(q, k, v, sink_logits, float(scale), squeeze)
 
 
@@ -169,6 +158,8 @@ def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_token
     diagonal (causal) or entirely before the window and past the sink tokens.
     """
     nk, block_k = positive_int("nk", nk), positive_int("block_k", block_k)
+    q_lo = non_negative_int("q_lo", q_lo)
+    q_hi = check.integer("q_hi", q_hi, minimum=q_lo + 1)  # queries q_lo..q_hi-1: at least one
     _check_mask_args(causal, window, sink_tokens)
     last = nk if not causal else min(nk, q_hi)  # keys j <= p <= q_hi - 1
     first = 0 if window is None else max(0, q_lo - window + 1)  # p - j < W for some p

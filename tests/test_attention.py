@@ -367,3 +367,31 @@ def test_key_blocks_names_a_bad_argument(kw, match):
     opts = {k: v for k, v in kw.items() if k not in args}
     with pytest.raises(ValueError, match=match):
         key_blocks(args["q_lo"], args["q_hi"], args["nk"], args["block_k"], **opts)
+
+
+# --------------------------------------------------------------------------- bad inputs
+# Every argument of the public functions, fed what a careful user might pass by mistake: each
+# must be a ValueError naming the argument (tests/_bad.py; coverage in test_validate.py).
+from _bad import Case, arrays_with, bad_input_tests, flags, ints, reals  # noqa: E402
+
+_rng = np.random.default_rng(7)
+_Q, _K, _V = rand(_rng, 4, 5, 8), rand(_rng, 2, 9, 8), rand(_rng, 2, 9, 3)
+_MASK = dict(causal=flags(), window=ints(minimum=1, none_ok=True), sink_tokens=ints(minimum=0))
+_QKV = dict(q=arrays_with(_Q, ranks=(2, 3)), k=arrays_with(_K, ranks=(2, 3)),
+            v=arrays_with(_V, ranks=(2, 3)),
+            sink_logits=arrays_with(np.zeros(4), kind="real", none_ok=True) | st.just(np.zeros(3)),
+            scale=reals(above=0.0, none_ok=True), **_MASK)
+_ATTN_KW = dict(causal=True, window=4, sink_tokens=1, sink_logits=np.array([0.5, 0.0, 1.0, -1.0]))
+
+BAD_INPUTS = [
+    Case(attention_mask, args=(5, 9), kwargs=dict(causal=True, window=3),
+         bad=dict(nq=ints(minimum=1) | st.just(10), nk=ints(minimum=1), **_MASK)),
+    Case(naive_attention, args=(_Q, _K, _V), kwargs=_ATTN_KW, bad=_QKV),
+    Case(tiled_attention, args=(_Q, _K, _V), kwargs=dict(_ATTN_KW, block_q=2, block_k=3),
+         bad=dict(_QKV, block_q=ints(minimum=1), block_k=ints(minimum=1),
+                  threads=ints(minimum=1, none_ok=True))),
+    Case(key_blocks, args=(2, 6, 9, 4), kwargs=dict(causal=True, window=3),
+         bad=dict(q_lo=ints(minimum=0), q_hi=ints(minimum=3), nk=ints(minimum=1),
+                  block_k=ints(minimum=1), **_MASK)),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

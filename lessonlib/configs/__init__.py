@@ -8,6 +8,8 @@ import json
 from functools import lru_cache
 from importlib import resources
 
+__all__ = ["config_names", "load_config"]
+
 
 def config_names():
     """Names accepted by load_config, sorted."""
