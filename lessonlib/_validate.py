@@ -34,13 +34,17 @@ __all__ = ["integer", "real", "flag", "choice", "array", "known_keys", "text", "
 
 def describe(value, limit=60):
     """``value`` for a message: its repr (shortened) and its type, e.g. ``'no' (a str)``."""
-    shown = repr(value)
-    if len(shown) > limit:
-        shown = shown[: limit - 3] + "..."
+    shown = _short(value, limit)
     kind = type(value).__name__
-    if getattr(value, "ndim", 0):
+    ndim = getattr(value, "ndim", 0)
+    if isinstance(ndim, int) and ndim > 0:  # an array (np.float16, the type, has a descriptor)
         kind = f"{kind} of shape {tuple(value.shape)}, dtype {value.dtype}"
     return f"{shown} (a {kind})"
+
+
+def _short(value, limit=60):
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def _scalar(value):
@@ -72,7 +76,7 @@ def _check_bounds(name, what, x, value, minimum, above, maximum, below):
     if (minimum is not None and x < minimum) or (above is not None and x <= above) \
             or (maximum is not None and x > maximum) or (below is not None and x >= below):
         raise ValueError(f"{name} must be {what} {_bounds(minimum, above, maximum, below)}, "
-                         f"got {value!r}")
+                         f"got {_short(value)}")
 
 
 def integer(name, value, *, minimum=None, maximum=None):
@@ -99,9 +103,12 @@ def real(name, value, *, minimum=None, above=None, maximum=None, below=None):
     if isinstance(v, (bool, np.bool_)) or isinstance(v, (complex, np.complexfloating)) \
             or not isinstance(v, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a real number, got {describe(value)}")
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an int past float's range, such as 10**400
+        x = math.inf
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {_short(value)}")
     _check_bounds(name, "a number", x, value, minimum, above, maximum, below)
     return x
 

@@ -24,18 +24,25 @@ the position axis):
 
 ``rope_frequencies(config)`` returns ``(inv_freq, attention_factor)`` exactly as HuggingFace
 transformers' ``ROPE_INIT_FUNCTIONS`` does (float64 here, float32 there). It fails loudly, with a
-``ValueError`` naming the key, on configs that HF only warns about.
+``ValueError`` naming the key, on configs that HF only warns about: a key the rope type does not
+read (``"facter"``, a ``factor`` under ``default``), a factor below 1, beta_fast < beta_slow, and
+a YaRN config whose band of ramped pairs is empty (HF then builds an inverted ramp).
 
 Configs come in two layouts: transformers 4 writes ``rope_theta`` at the top level and the
 scaling under ``rope_scaling``; transformers 5 writes ``rope_parameters`` holding ``rope_theta``
 too, possibly nested per layer type (Gemma 3: ``{"full_attention": {...}, "sliding_attention":
 {...}}``). Both are read, as is the legacy ``type`` key for ``rope_type``.
+
+Every argument goes through ``lessonlib._validate``: counts and lengths are ints (not 4096.0),
+numbers are finite reals (not bools or strings), and an error names the argument or config key.
 """
 import json
 import math
 from functools import lru_cache
 
 import numpy as np
+
+from . import _validate as check
 
 __all__ = [
     "ROPE_TYPES", "INV_FREQ", "rope_frequencies", "rope_parameters", "rotary_dim", "apply_rope",
@@ -52,54 +59,98 @@ YARN_BETA_FAST, YARN_BETA_SLOW = 32.0, 1.0  # YaRN paper defaults (HF: `beta_fas
 _TYPE_ALIASES = {"su": "longrope"}  # Phi-3's first releases called longrope "su"
 _REQUIRED = object()
 _MAX_HEAD_DIM = 1 << 16  # a sanity bound: real heads are <= 512 wide; beyond this a config is corrupt
+_MAX_POSITIONS = 1 << 53  # float64 holds every integer up to 2^53: past it positions are not distinct
+
+# The keys each rope type reads, beyond these common ones: HF 5.23's _validate_<type>_rope_parameters
+# (required and optional keys; _check_received_keys adds partial_rotary_factor and the legacy type).
+# HF warns about any other key and drops it; here it is an error ("facter" beside "factor").
+_COMMON_KEYS = ("rope_type", "type", "rope_theta", "partial_rotary_factor")
+_YARN_KEYS = ("factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
+              "beta_slow", "mscale", "mscale_all_dim", "truncate")
+_READS = {
+    "default": (),
+    "linear": ("factor",),
+    "ntk": ("factor",),  # not in HF: the fixed NTK-aware base reads only the factor
+    "dynamic": ("factor",),
+    "yarn": _YARN_KEYS,
+    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "longrope": ("short_factor", "long_factor", "original_max_position_embeddings",
+                 "attention_factor", "factor"),
+}
+
+
+# ------------------------------------------------------------------------------------------
+# Checks built on lessonlib._validate (one vocabulary), for what this module adds to it
+# ------------------------------------------------------------------------------------------
+
+def _real(name, value, **bounds):
+    """``check.real``, and an int too large for a float is an error naming ``name`` too."""
+    try:
+        return check.real(name, value, **bounds)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite real number, got an integer too large for "
+                         f"float64 ({check.describe(value)})") from None
+
+
+def _length(name, value, minimum=1):
+    """A position count or context length: an int in [minimum, 2^53] (float64 angles m * theta
+    tell positions apart only up to 2^53)."""
+    return check.integer(name, value, minimum=minimum, maximum=_MAX_POSITIONS)
+
+
+def _position(name, value):
+    """A position m: a finite real number >= 0 (PI reads m / s, so fractions are allowed)."""
+    return _real(name, value, minimum=0.0)
+
+
+def _rotary(name, value, minimum=2):
+    """An even rotary dim r >= minimum (dims turn in pairs)."""
+    r = check.integer(name, value, minimum=minimum, maximum=_MAX_HEAD_DIM)
+    if r % 2:
+        raise ValueError(f"{name} must be even (dims pair up), got {r}")
+    return r
+
+
+def _require_dict(config):
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict (a parsed config.json), got {check.describe(config)}")
 
 
 # ------------------------------------------------------------------------------------------
 # Reading a config: one place for the key lookup, the layouts and the head-dim arithmetic
 # ------------------------------------------------------------------------------------------
 
-def _number(value, name, *, minimum=None, above=None, integer=False):
-    """``value`` as a finite float (int if ``integer``), or ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if integer:
-        if x != int(x):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-        x = int(x)
-    if minimum is not None and x < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    if above is not None and x <= above:
-        raise ValueError(f"{name} must be > {above}, got {value!r}")
-    return x
-
-
 class _Params:
     """The resolved rope parameters of one layer, and where they came from (for error messages)."""
 
-    def __init__(self, params, where, config):
-        self.params, self.where, self.config = params, where, config
+    def __init__(self, params, where, config, theta_where="rope_theta"):
+        self.params, self.where, self.config, self.theta_where = params, where, config, theta_where
+        self.l0_name = f"{where}.original_max_position_embeddings"
 
-    def number(self, key, default=_REQUIRED, **checks):
+    def _get(self, key, default):
         value = self.params.get(key)
-        if value is None:
-            if default is _REQUIRED:
-                raise ValueError(f"{self.where}.{key} is required for rope_type "
-                                 f"{self.params.get('rope_type')!r} but is missing")
-            return default
-        return _number(value, f"{self.where}.{key}", **checks)
+        if value is None and default is _REQUIRED:
+            raise ValueError(f"{self.where}.{key} is required for rope_type "
+                             f"{self.params.get('rope_type')!r} but is missing")
+        return value
+
+    def real(self, key, default=_REQUIRED, **bounds):
+        value = self._get(key, default)
+        return default if value is None else _real(f"{self.where}.{key}", value, **bounds)
+
+    def flag(self, key, default):
+        value = self.params.get(key, default)
+        return check.flag(f"{self.where}.{key}", value)
 
     def factor(self):
-        return self.number("factor", minimum=1.0)
+        return self.real("factor", minimum=1.0)
 
     def max_position_embeddings(self):
         value = self.config.get("max_position_embeddings")
         if value is None:
             raise ValueError("max_position_embeddings is required for rope_type "
                              f"{self.params.get('rope_type')!r} but is missing")
-        return _number(value, "max_position_embeddings", minimum=1, integer=True)
+        return _length("max_position_embeddings", value)
 
     def original_max_position_embeddings(self):
         """L0. A top-level key wins over the rope dict's (Phi-3 stores it there; HF does the same).
@@ -107,9 +158,10 @@ class _Params:
         Unlike HF, a config that has neither is an error, not a silent L0 = max_position_embeddings.
         """
         if self.config.get("original_max_position_embeddings") is not None:
-            return _number(self.config["original_max_position_embeddings"],
-                           "original_max_position_embeddings", minimum=1, integer=True)
-        return self.number("original_max_position_embeddings", minimum=1, integer=True)
+            self.l0_name = "original_max_position_embeddings"
+            return _length(self.l0_name, self.config["original_max_position_embeddings"])
+        self._get("original_max_position_embeddings", _REQUIRED)
+        return _length(self.l0_name, self.params["original_max_position_embeddings"])
 
 
 def _is_nested(rope_dict):
@@ -119,13 +171,14 @@ def _is_nested(rope_dict):
 
 def _rope_section(config, layer_type):
     """(parameters dict, name for messages) of the layer type's rope, from either layout."""
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict (a parsed config.json), got {type(config).__name__}")
+    _require_dict(config)
+    if layer_type is not None:
+        check.text("layer_type", layer_type)
     sections = {}
     for key in ("rope_scaling", "rope_parameters"):
         value = config.get(key)
         if value is not None and not isinstance(value, dict):
-            raise ValueError(f"{key} must be a dict or null, got {value!r}")
+            raise ValueError(f"{key} must be a dict or null, got {check.describe(value)}")
         if value:
             sections[key] = value
     nested = {k: v for k, v in sections.items() if _is_nested(v)}
@@ -155,27 +208,49 @@ def _rope_section(config, layer_type):
     return {}, "rope_scaling"
 
 
-def _resolve(config, layer_type):
-    """(standardized parameters, name of their section, name of rope_theta's source)."""
-    params, where = _rope_section(config, layer_type)
+def _rope_type(params, where):
+    """The standardized rope type of a rope dict (legacy ``type``, "su" read as longrope), after
+    checking that every key is one that type reads."""
     rope_type, legacy = params.get("rope_type"), params.get("type")
     if rope_type is not None and legacy is not None and rope_type != legacy:
         raise ValueError(f"{where}.rope_type = {rope_type!r} disagrees with {where}.type = {legacy!r}")
     rope_type = rope_type if rope_type is not None else (legacy if legacy is not None else "default")
-    if not isinstance(rope_type, str):
-        raise ValueError(f"{where}.rope_type must be a string, got {rope_type!r}")
+    check.text(f"{where}.rope_type", rope_type)
     rope_type = _TYPE_ALIASES.get(rope_type, rope_type)
     if rope_type not in INV_FREQ:
         raise ValueError(f"{where}.rope_type {rope_type!r} is unknown; known: {', '.join(ROPE_TYPES)}")
+    allowed = _COMMON_KEYS + _READS[rope_type]
+    try:
+        check.known_keys(where, params, allowed)
+    except ValueError as err:
+        key = sorted(str(k) for k in params if k not in allowed)[0]  # the one known_keys names
+        readers = [t for t in ROPE_TYPES if key in _READS[t]]
+        hint = f"; {key} is read by rope_type {', '.join(readers)}" if readers else ""
+        raise ValueError(f"{err} [rope_type {rope_type!r}{hint}: HuggingFace warns and drops a "
+                         "key its rope type does not read, so it silently changes nothing]") from None
+    return rope_type
+
+
+def _resolve(config, layer_type):
+    """(standardized parameters, name of their section, name of rope_theta's source)."""
+    params, where = _rope_section(config, layer_type)
+    rope_type = _rope_type(params, where)
     params.pop("type", None)
     params["rope_type"] = rope_type
     # transformers 5 keeps rope_theta inside the rope dict; transformers 4 at the top level
-    theta_where = "rope_theta" if params.get("rope_theta") is None else (
-        where if where == "rope_local_base_freq" else f"{where}.rope_theta")
-    theta = params.get("rope_theta", config.get("rope_theta"))
+    if params.get("rope_theta") is not None:
+        theta_where = where if where == "rope_local_base_freq" else f"{where}.rope_theta"
+        theta = params["rope_theta"]
+    else:
+        theta_where, theta = "rope_theta", config.get("rope_theta")
     params["rope_theta"] = DEFAULT_THETA if theta is None else theta
-    prf = params.get("partial_rotary_factor", config.get("partial_rotary_factor"))
+    _real(theta_where, params["rope_theta"], above=1.0)
+    if params.get("partial_rotary_factor") is not None:
+        prf_where, prf = f"{where}.partial_rotary_factor", params["partial_rotary_factor"]
+    else:
+        prf_where, prf = "partial_rotary_factor", config.get("partial_rotary_factor")
     params["partial_rotary_factor"] = 1.0 if prf is None else prf
+    _real(prf_where, params["partial_rotary_factor"], above=0.0, maximum=1.0)
     return params, where, theta_where
 
 
@@ -183,7 +258,8 @@ def rope_parameters(config, *, layer_type=None):
     """The rope parameters a config asks for, standardized: a dict with ``rope_type`` (legacy
     ``type`` accepted), ``rope_theta`` and ``partial_rotary_factor`` always present, plus the
     type's own keys. ``layer_type`` picks a per-layer entry (Gemma 3's ``"sliding_attention"``);
-    the default is ``"full_attention"``.
+    the default is ``"full_attention"``. A key the type does not read, an unknown type, a
+    rope_theta <= 1 or a partial_rotary_factor outside (0, 1] is an error naming the key.
     """
     return _resolve(config, layer_type)[0]
 
@@ -195,27 +271,23 @@ def rotary_dim(config, *, layer_type=None):
     else ``head_dim``, else ``hidden_size // num_attention_heads``. This is the only place the
     head-dim arithmetic lives.
     """
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict (a parsed config.json), got {type(config).__name__}")
+    _require_dict(config)
     for key in ("qk_rope_head_dim", "head_dim"):
         if config.get(key) is not None:
-            d_h, source = _number(config[key], key, minimum=1, integer=True), key
+            d_h, source = check.integer(key, config[key], minimum=1), key
             break
     else:
         if config.get("hidden_size") is None or config.get("num_attention_heads") is None:
             raise ValueError("config needs head_dim, or hidden_size and num_attention_heads")
-        hidden = _number(config["hidden_size"], "hidden_size", minimum=1, integer=True)
-        heads = _number(config["num_attention_heads"], "num_attention_heads", minimum=1, integer=True)
+        hidden = check.integer("hidden_size", config["hidden_size"], minimum=1)
+        heads = check.integer("num_attention_heads", config["num_attention_heads"], minimum=1)
         if hidden % heads:
             raise ValueError(f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}; "
                              "give head_dim")
-        d_h, source = hidden // heads, "head_dim"
+        d_h, source = hidden // heads, "hidden_size / num_attention_heads"
     if d_h > _MAX_HEAD_DIM:
         raise ValueError(f"{source} = {d_h} is not a plausible head dimension (> {_MAX_HEAD_DIM})")
-    prf = _number(rope_parameters(config, layer_type=layer_type)["partial_rotary_factor"],
-                  "partial_rotary_factor", above=0.0)
-    if prf > 1.0:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], got {prf}")
+    prf = float(rope_parameters(config, layer_type=layer_type)["partial_rotary_factor"])
     r = int(d_h * prf)
     if r < 2 or r % 2:
         name = "partial_rotary_factor" if prf != 1.0 else source
@@ -243,19 +315,27 @@ def _linear(b, r, p, seq_len):
 
 def ntk_base(b, s, r):
     """The fixed NTK-aware base b' = b * s^(r/(r-2)): pair 0 keeps its speed, the last pair
-    (i = r/2 - 1) is slowed by exactly s, pair i by s^(2i/(r-2))."""
-    b = _number(b, "rope_theta", above=1.0)
-    s = _number(s, "factor", minimum=1.0)
-    r = _number(r, "rotary_dim", minimum=4, integer=True)
-    if r % 2:
-        raise ValueError(f"rotary_dim must be even (dims pair up), got {r}")
-    return b * s ** (r / (r - 2))
+    (i = r/2 - 1) is slowed by exactly s, pair i by s^(2i/(r-2)). Arguments are named by their
+    config keys: b is rope_theta, s the factor, r the rotary_dim (even, >= 4)."""
+    b = _real("rope_theta", b, above=1.0)
+    s = _real("factor", s, minimum=1.0)
+    r = _rotary("rotary_dim", r, minimum=4)
+    try:
+        b_new = b * s ** (r / (r - 2))
+    except OverflowError:  # float ** raises where float * returns inf
+        b_new = math.inf
+    if not math.isfinite(b_new):
+        raise ValueError(f"the NTK-aware base rope_theta * factor^(r/(r-2)) = {b:g} * "
+                         f"{s:g}^{r / (r - 2):.4g} overflows float64 (max 1.8e308): rope_theta "
+                         "and factor are too large together")
+    return b_new
 
 
 def _require_r_above_2(r, p):
     if r <= 2:
         raise ValueError(f"{p.params['rope_type']} scaling needs a rotary dim > 2, got {r} "
-                         "(b * s^(r/(r-2)) is undefined at r = 2)")
+                         "(b * s^(r/(r-2)) is undefined at r = 2): check head_dim and "
+                         "partial_rotary_factor")
 
 
 def _ntk(b, r, p, seq_len):
@@ -268,46 +348,122 @@ def _dynamic(b, r, p, seq_len):
     _require_r_above_2(r, p)
     s, l_max = p.factor(), p.max_position_embeddings()
     L = l_max if seq_len is None else max(seq_len, l_max)
-    b_new = b * ((s * L / l_max) - (s - 1)) ** (r / (r - 2))
+    try:
+        b_new = b * ((s * L / l_max) - (s - 1)) ** (r / (r - 2))
+    except OverflowError:
+        b_new = math.inf
+    if not math.isfinite(b_new):
+        raise ValueError(f"{p.theta_where} = {b:g} with {p.where}.factor = {s:g} at seq_len {L} "
+                         "overflows the dynamic base b * (s L / Lmax - (s - 1))^(r/(r-2)): "
+                         "check rope_theta and factor")
     return _theta(b_new, r), 1.0
 
 
 def yarn_mscale(s, mscale=1.0):
     """YaRN's attention factor mu = 0.1 * mscale * ln(s) + 1 (1 for s <= 1). Both cos and sin are
-    multiplied by it, so rotary scores scale by mu^2 (1.2079 and 1.459 at s = 8)."""
-    s = _number(s, "factor", above=0.0)
-    mscale = _number(mscale, "mscale")
+    multiplied by it, so rotary scores scale by mu^2 (1.2079 and 1.459 at s = 8). s is named as
+    the config key ``factor``."""
+    s = _real("factor", s, above=0.0)
+    mscale = _real("mscale", mscale)
     return 1.0 if s <= 1 else 0.1 * mscale * math.log(s) + 1.0
+
+
+def _correction_dim(n, n_name, r, b, L0, l0_name):
+    """r ln(L0 / (2 pi n)) / (2 ln b), or ValueError naming n when 2 pi n overflows (HF's
+    math.log then fails with 'math domain error') or L0 / (2 pi n) does (n tiny)."""
+    turn_length = n * TWO_PI  # positions per n turns of pair 0
+    ratio = L0 / turn_length if math.isfinite(turn_length) else math.nan
+    if not (math.isfinite(ratio) and ratio > 0.0):
+        why = (f"2 pi {n_name} overflows float64" if not math.isfinite(turn_length) else
+               f"L0 / (2 pi {n_name}) with {l0_name} = {L0} is {ratio!r}, not a positive float64")
+        raise ValueError(f"{n_name} = {n!r} is out of range for YaRN's correction dim "
+                         f"r ln(L0 / (2 pi {n_name})) / (2 ln b): {why}")
+    return r * math.log(ratio) / (2.0 * math.log(b))
 
 
 def yarn_correction_dim(n_rotations, r, b, L0):
     """The (fractional) pair index whose frequency completes ``n_rotations`` turns in L0
-    positions: r * ln(L0 / (2 pi n)) / (2 ln b)  (YaRN; ggml's ggml_rope_yarn_corr_dim)."""
-    n = _number(n_rotations, "n_rotations", above=0.0)
-    b = _number(b, "rope_theta", above=1.0)
-    return r * math.log(L0 / (n * TWO_PI)) / (2.0 * math.log(b))
+    positions: r * ln(L0 / (2 pi n)) / (2 ln b)  (YaRN; ggml's ggml_rope_yarn_corr_dim).
+    r is the rotary_dim (even), b the rope_theta, L0 the original_max_position_embeddings."""
+    n = _real("n_rotations", n_rotations, above=0.0)
+    r = _rotary("rotary_dim", r)
+    b = _real("rope_theta", b, above=1.0)
+    L0 = _length("original_max_position_embeddings", L0)
+    return _correction_dim(n, "n_rotations", r, b, L0, "original_max_position_embeddings")
+
+
+_BAND_NAMES = ("beta_fast", "beta_slow", "original_max_position_embeddings", "rope_theta")
+
+
+def _correction_range(beta_fast, beta_slow, r, b, L0, truncate, names=_BAND_NAMES):
+    """HF's find_correction_range (floor/ceil if truncate, clamp to [0, r - 1]) on checked
+    numbers; an empty band (low > high after the clamp) is an error naming the keys."""
+    fast_name, slow_name, l0_name, theta_name = names
+    if beta_fast < beta_slow:
+        raise ValueError(f"{fast_name} must be >= {slow_name} (fast pairs turn more often), got "
+                         f"{fast_name}={beta_fast!r}, {slow_name}={beta_slow!r}")
+    low = _correction_dim(beta_fast, fast_name, r, b, L0, l0_name)
+    high = _correction_dim(beta_slow, slow_name, r, b, L0, l0_name)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    band = max(low, 0), min(high, r - 1)
+    if band[0] > band[1]:
+        raise ValueError(_empty_band(band, low, high, beta_fast, beta_slow, r, b, L0, truncate, names))
+    return band
+
+
+def _empty_band(band, low, high, beta_fast, beta_slow, r, b, L0, truncate, names):
+    """Why (low, high) came out inverted, and where the boundary lies (the evidence that HF's
+    inverted ramp is no YaRN: one position of L0 across it flips every pair to the other side)."""
+    fast_name, slow_name, l0_name, theta_name = names
+    if high < 0:  # even pair 0 (wavelength 2 pi) turns fewer than beta_slow times in L0
+        rel, bound = ("<=", TWO_PI * beta_slow * b ** (-2.0 / r)) if truncate else ("<", TWO_PI * beta_slow)
+        why = (f"{l0_name} = {L0} is so short that even pair 0 (wavelength 2 pi) turns fewer than "
+               f"{slow_name} = {beta_slow:g} times in it ({l0_name} {rel} {bound:.6g} here), so "
+               "every pair should be divided by s")
+        fix = f"raise {l0_name} or lower {slow_name}"
+    else:  # every pair turns more than beta_fast times in L0: low lies past the clamp r - 1
+        with np.errstate(over="ignore"):
+            exponent = 2.0 if truncate else 2.0 * (r - 1) / r
+            bound = TWO_PI * beta_fast * float(np.float64(b) ** exponent)
+        rel = ">=" if truncate else ">"
+        why = (f"{l0_name} = {L0} is so long for {theta_name} = {b:g} that every pair turns more "
+               f"than {fast_name} = {beta_fast:g} times in it ({l0_name} {rel} {bound:.6g} here), "
+               "so every pair should keep its speed")
+        fix = f"lower {l0_name} or raise {fast_name}"
+    return (f"YaRN's band is empty: {why}, yet the correction range (low, high) = ({band[0]:g}, "
+            f"{band[1]:g}) is inverted (low > high after clamping to [0, r - 1 = {r - 1}]; "
+            f"unclamped ({low:g}, {high:g})). HuggingFace and vLLM would build an inverted ramp "
+            "from it that does the opposite, and llama.cpp yet another; "
+            f"{fix} ({fast_name}, {slow_name} and {l0_name} set the band)")
 
 
 def yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate=True):
     """(low, high): pairs below ``low`` keep their frequency, pairs above ``high`` are divided by
     s. ``truncate`` floors/ceils the ends (HF's default; gpt-oss ships ``truncate: false``).
-    Clamped to [0, r - 1] as HF does."""
-    if not isinstance(truncate, bool):
-        raise ValueError(f"truncate must be true or false, got {truncate!r}")
-    if _number(beta_fast, "beta_fast", above=0.0) <= _number(beta_slow, "beta_slow", above=0.0):
-        raise ValueError(f"beta_fast must be > beta_slow (fast pairs turn more often), got "
-                         f"beta_fast={beta_fast!r}, beta_slow={beta_slow!r}")
-    low = yarn_correction_dim(beta_fast, r, b, L0)
-    high = yarn_correction_dim(beta_slow, r, b, L0)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    return max(low, 0), min(high, r - 1)
+    Clamped to [0, r - 1] as HF does. beta_fast >= beta_slow > 0; r is the even rotary_dim, b the
+    rope_theta, L0 the original_max_position_embeddings. A config whose band is empty (L0 too
+    short for pair 0 to turn beta_slow times, or so long that every pair turns beta_fast times:
+    low > high after the clamp) is an error: HF would build an inverted ramp from it."""
+    truncate = check.flag("truncate", truncate)
+    beta_fast = _real("beta_fast", beta_fast, above=0.0)
+    beta_slow = _real("beta_slow", beta_slow, above=0.0)
+    r = _rotary("rotary_dim", r)
+    b = _real("rope_theta", b, above=1.0)
+    L0 = _length("original_max_position_embeddings", L0)
+    return _correction_range(beta_fast, beta_slow, r, b, L0, truncate)
 
 
 def yarn_ramp(low, high, n_pairs):
     """Example 15's ramp per pair: 1 = frequency kept, 0 = divided by s, linear in between.
-    (It is 1 - HF's ``linear_ramp_factor``; equal ends get HF's +0.001 to avoid 0/0.)"""
-    low, high = float(low), float(high)
+    (It is 1 - HF's ``linear_ramp_factor``; equal ends get HF's +0.001 to avoid 0/0.)
+    ``low <= high``, as ``yarn_correction_range`` returns them: an inverted band is an error."""
+    low, high = _real("low", low), _real("high", high)
+    n_pairs = check.integer("n_pairs", n_pairs, minimum=1, maximum=_MAX_HEAD_DIM)
+    if low > high:
+        raise ValueError(f"low must be <= high (pairs below low keep their speed, pairs above high "
+                         f"are divided by s), got low={low:g} > high={high:g}: an inverted band "
+                         "ramps the wrong way")
     if low == high:
         high += 0.001  # prevent the singularity, as HF and ggml do
     y = (np.arange(n_pairs, dtype=np.float64) - low) / (high - low)
@@ -315,7 +471,7 @@ def yarn_ramp(low, high, n_pairs):
 
 
 def _yarn(b, r, p, seq_len):
-    s = p.number("factor", default=None)
+    s = p.real("factor", default=None)
     L0 = p.original_max_position_embeddings()
     if s is None:  # HF: a null factor means max_position_embeddings / L0
         if "factor" not in p.params:
@@ -323,26 +479,28 @@ def _yarn(b, r, p, seq_len):
         s = p.max_position_embeddings() / L0
     if s < 1:
         raise ValueError(f"{p.where}.factor must be >= 1, got {s}")
-    attention_factor = p.number("attention_factor", default=None, minimum=0.0)
-    mscale = p.number("mscale", default=None)
-    mscale_all_dim = p.number("mscale_all_dim", default=None)
+    attention_factor = p.real("attention_factor", default=None, minimum=0.0)
+    mscale = p.real("mscale", default=None)
+    mscale_all_dim = p.real("mscale_all_dim", default=None)
     if attention_factor is None:
         if mscale and mscale_all_dim:  # DeepSeek: the ratio of two mscales (1.0 when they match)
-            attention_factor = yarn_mscale(s, mscale) / yarn_mscale(s, mscale_all_dim)
+            denominator = yarn_mscale(s, mscale_all_dim)
+            if denominator == 0:
+                raise ValueError(f"{p.where}.mscale_all_dim = {mscale_all_dim} makes "
+                                 f"0.1 * mscale_all_dim * ln(factor) + 1 zero: the attention "
+                                 "factor mscale / mscale_all_dim divides by it")
+            attention_factor = yarn_mscale(s, mscale) / denominator
         else:
             attention_factor = yarn_mscale(s)
         if not attention_factor >= 0:
             raise ValueError(f"{p.where}.mscale / mscale_all_dim give a negative attention factor "
                              f"{attention_factor}")
-    beta_fast = p.number("beta_fast", default=None, minimum=0.0) or YARN_BETA_FAST  # HF: `or 32`
-    beta_slow = p.number("beta_slow", default=None, minimum=0.0) or YARN_BETA_SLOW
-    if beta_fast < beta_slow:
-        raise ValueError(f"{p.where}.beta_fast ({beta_fast}) must be >= {p.where}.beta_slow ({beta_slow})")
-    truncate = p.params.get("truncate", True)
-    if not isinstance(truncate, bool):
-        raise ValueError(f"{p.where}.truncate must be true or false, got {truncate!r}")
+    beta_fast = p.real("beta_fast", default=None, minimum=0.0) or YARN_BETA_FAST  # HF: `or 32`
+    beta_slow = p.real("beta_slow", default=None, minimum=0.0) or YARN_BETA_SLOW
+    truncate = p.flag("truncate", True)
     theta = _theta(b, r)
-    low, high = yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate)
+    names = (f"{p.where}.beta_fast", f"{p.where}.beta_slow", p.l0_name, p.theta_where)
+    low, high = _correction_range(beta_fast, beta_slow, r, b, L0, truncate, names)
     keep = yarn_ramp(low, high, r // 2)  # 1: extrapolate (unchanged), 0: interpolate (/ s)
     return theta / s * (1.0 - keep) + theta * keep, float(attention_factor)
 
@@ -353,10 +511,10 @@ def _factor_list(p, key, n_pairs):
     if values is None:
         raise ValueError(f"{name} is required for rope_type 'longrope' but is missing")
     if not isinstance(values, (list, tuple)):
-        raise ValueError(f"{name} must be a list of numbers, got {values!r}")
+        raise ValueError(f"{name} must be a list of numbers, got {check.describe(values)}")
     if len(values) != n_pairs:
         raise ValueError(f"{name} must have rotary_dim / 2 = {n_pairs} entries, got {len(values)}")
-    return np.array([_number(v, f"{name}[{j}]", above=0.0) for j, v in enumerate(values)])
+    return np.array([_real(f"{name}[{j}]", v, above=0.0) for j, v in enumerate(values)])
 
 
 def _longrope(b, r, p, seq_len):
@@ -365,15 +523,15 @@ def _longrope(b, r, p, seq_len):
     as any position in it passes L0, which is the same rule per step."""
     L0 = p.original_max_position_embeddings()
     short, long = _factor_list(p, "short_factor", r // 2), _factor_list(p, "long_factor", r // 2)
-    s = p.number("factor", default=None, minimum=1.0)
+    s = p.real("factor", default=None, minimum=1.0)
     if s is None:  # HF: max_position_embeddings / L0
         s = p.max_position_embeddings() / L0
-    attention_factor = p.number("attention_factor", default=None, minimum=0.0)
+    attention_factor = p.real("attention_factor", default=None, minimum=0.0)
     if attention_factor is None:
         if s <= 1.0:
             attention_factor = 1.0
         elif L0 < 2:
-            raise ValueError(f"original_max_position_embeddings must be >= 2 for longrope, got {L0}")
+            raise ValueError(f"{p.l0_name} must be >= 2 for longrope, got {L0}")
         else:
             attention_factor = math.sqrt(1.0 + math.log(s) / math.log(L0))
     ext = long if (seq_len is not None and seq_len > L0) else short
@@ -382,8 +540,8 @@ def _longrope(b, r, p, seq_len):
 
 def _llama3_bands(p):
     s = p.factor()
-    low = p.number("low_freq_factor", above=0.0)
-    high = p.number("high_freq_factor", above=0.0)
+    low = p.real("low_freq_factor", above=0.0)
+    high = p.real("high_freq_factor", above=0.0)
     if low >= high:
         raise ValueError(f"{p.where}.low_freq_factor ({low}) must be < {p.where}.high_freq_factor ({high})")
     return s, low, high, p.original_max_position_embeddings()
@@ -426,11 +584,11 @@ def rope_frequencies(config, seq_len=None, *, layer_type=None):
     (None: HF's init-time behaviour). ``layer_type`` selects a per-layer rope (Gemma 3).
     """
     if seq_len is not None:
-        seq_len = _number(seq_len, "seq_len", minimum=1, integer=True)
+        seq_len = _length("seq_len", seq_len)
     params, where, theta_where = _resolve(config, layer_type)
-    b = _number(params["rope_theta"], theta_where, above=1.0)
+    b = _real(theta_where, params["rope_theta"], above=1.0)
     r = rotary_dim(config, layer_type=layer_type)
-    p = _Params(params, where, config)
+    p = _Params(params, where, config, theta_where)
     try:
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
             inv_freq, attention_factor = INV_FREQ[params["rope_type"]](b, r, p, seq_len)
@@ -443,7 +601,7 @@ def rope_frequencies(config, seq_len=None, *, layer_type=None):
     if attention_factor >= float(np.finfo(np.float32).max):
         raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
                          "past float32's maximum 3.4e38 (cos and sin tables are float32); check "
-                         "attention_factor and mscale")
+                         f"{where}.attention_factor, {where}.mscale and {where}.mscale_all_dim")
     return inv_freq, float(attention_factor)
 
 
@@ -451,9 +609,38 @@ def rope_frequencies(config, seq_len=None, *, layer_type=None):
 # Applying RoPE
 # ------------------------------------------------------------------------------------------
 
+def _table_frequencies(inv_freq):
+    """``inv_freq`` for a rotation or a table: a non-empty 1-D array of finite real numbers, as
+    float64 (a zero frequency is a pair that does not turn, as proportional RoPE has)."""
+    theta = check.array("inv_freq", inv_freq, kind="real", ndim=1)
+    if theta.size == 0:
+        raise ValueError("inv_freq must be a non-empty 1-D array of finite numbers, got shape (0,)")
+    return np.asarray(theta, dtype=np.float64)
+
+
 def _angles(positions, inv_freq):
     """(n, r/2) float64 angles m * theta_i (never formed in float32)."""
     return np.multiply.outer(np.asarray(positions, dtype=np.float64), inv_freq)
+
+
+def _check_positions(positions, x_shape):
+    """``positions`` (n,) or (..., n), broadcasting against x's leading dims x.shape[:-1]."""
+    positions = check.array("positions", positions, kind="real")
+    n = x_shape[-2]
+    if positions.ndim == 0 or positions.shape[-1] != n:
+        raise ValueError(f"positions must have length n = {n} (x.shape[-2]), got shape {positions.shape}")
+    shape, lead = positions.shape, tuple(x_shape[:-1])
+    while len(shape) > len(lead) and shape[0] == 1:  # extra leading unit dims change nothing
+        shape = shape[1:]
+    try:
+        ok = np.broadcast_shapes(shape, lead) == lead
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"positions has shape {positions.shape}, which does not broadcast to x's "
+                         f"leading dims {tuple(x_shape[:-1])} (x is {tuple(x_shape)}): give shape "
+                         f"(n,) = ({n},) for every row, or one position per row of x")
+    return positions.reshape(shape)
 
 
 def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
@@ -462,29 +649,19 @@ def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
     Only the first r = 2 * len(inv_freq) dims turn (and are scaled by ``attention_factor``); the
     tail passes through. ``style="neox"`` pairs dims (i, i + r/2) (HF, vLLM's is_neox_style);
     ``"gptj"`` pairs (2i, 2i + 1). Angles are formed in float64; the result has x's float dtype
-    (float32 at least).
+    (float32 at least). ``positions`` is (n,), or (..., n) broadcasting to x.shape[:-1].
     """
-    x = np.asarray(x)
+    x = check.array("x", x, kind="real")
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., n, d), got {x.shape}")
-    if np.issubdtype(x.dtype, np.number) and not np.isfinite(x).all():
-        raise ValueError(f"x holds non-finite values ({int((~np.isfinite(x)).sum())} of "
-                         f"{x.size}): NaN or inf would come back rotated, silently")
-    inv_freq = np.asarray(inv_freq, dtype=np.float64)
-    if inv_freq.ndim != 1 or inv_freq.size == 0 or not np.all(np.isfinite(inv_freq)):
-        raise ValueError(f"inv_freq must be a non-empty 1-D array of finite numbers, got shape {inv_freq.shape}")
+    inv_freq = _table_frequencies(inv_freq)
     n, d = x.shape[-2:]
     h = inv_freq.size
     r = 2 * h
     if r > d:
         raise ValueError(f"inv_freq has {h} pairs (rotary dim {r}) but x has only d = {d} dims")
-    positions = np.asarray(positions)
-    if positions.ndim == 0 or positions.shape[-1] != n:
-        raise ValueError(f"positions must have length n = {n} (x.shape[-2]), got shape {positions.shape}")
-    if not np.all(np.isfinite(positions)):
-        raise ValueError("positions must be finite")
-    if style not in ("neox", "gptj"):
-        raise ValueError(f"style must be 'neox' or 'gptj', got {style!r}")
+    positions = _check_positions(positions, x.shape)
+    style = check.choice("style", style, ("neox", "gptj"))
     af = _attention_factor(attention_factor)
     dtype = np.result_type(x.dtype, np.float32)
     angles = _angles(positions, inv_freq)  # (..., n, r/2)
@@ -514,10 +691,8 @@ def neox_to_gptj_order(r, d=None):
     GPT-J dim 2i holds NeoX dim i, dim 2i + 1 holds NeoX dim i + r/2 (the QK weight-row permutation
     conversion scripts apply); dims r..d-1 stay in place.
     """
-    r = _number(r, "r", minimum=2, integer=True)
-    if r % 2:
-        raise ValueError(f"r must be even, got {r}")
-    d = r if d is None else _number(d, "d", minimum=r, integer=True)
+    r = _rotary("r", r)
+    d = r if d is None else check.integer("d", d, minimum=r, maximum=_MAX_HEAD_DIM)
     h = r // 2
     pairs = np.stack([np.arange(h), np.arange(h) + h], axis=1).ravel()
     return np.concatenate([pairs, np.arange(r, d)])
@@ -540,10 +715,8 @@ def cos_sin_table(inv_freq, n_positions, attention_factor=1.0):
     1e-2 into cos and sin near m = 131072 (float32 numbers there are 1/64 apart, so the angle of
     pair 0 is off by up to 1/128 rad, and inv_freq's own float32 rounding adds to it).
     """
-    inv_freq = np.asarray(inv_freq, dtype=np.float64)
-    if inv_freq.ndim != 1 or inv_freq.size == 0 or not np.all(np.isfinite(inv_freq)):
-        raise ValueError("inv_freq must be a non-empty 1-D array of finite numbers")
-    n = _number(n_positions, "n_positions", minimum=1, integer=True)
+    inv_freq = _table_frequencies(inv_freq)
+    n = _length("n_positions", n_positions)
     af = _attention_factor(attention_factor)
     h = inv_freq.size
     turns_per_position = inv_freq / TWO_PI
@@ -580,11 +753,15 @@ def rope_cos_sin(config, n_positions, *, layer_type=None):
     positions is built with ``seq_len = n`` (dynamic NTK and longrope's regime follow it) and
     includes the attention factor. The arrays are read-only; copy before modifying.
     """
+    _require_dict(config)
+    n = _length("n_positions", n_positions)
+    if layer_type is not None:
+        check.text("layer_type", layer_type)
     try:
         key = json.dumps(config, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as err:
+        rope_frequencies(config, n, layer_type=layer_type)  # names the key when a rope value is bad
         raise ValueError(f"config must be a JSON-serializable dict: {err}") from None
-    n = _number(n_positions, "n_positions", minimum=1, integer=True)
     return _cached_table(key, n, layer_type)
 
 
@@ -592,18 +769,18 @@ def rope_cos_sin(config, n_positions, *, layer_type=None):
 # Notebook helpers: small pure functions on inv_freq (radians per position)
 # ------------------------------------------------------------------------------------------
 
-def _frequencies(inv_freq):
+def _frequencies(inv_freq, name="inv_freq"):
     """``inv_freq`` as a float64 array of positive finite numbers, or ValueError naming it."""
-    theta = np.asarray(inv_freq, dtype=np.float64)
-    if theta.ndim != 1 or theta.size == 0 or not (np.isfinite(theta).all() and (theta > 0).all()):
-        raise ValueError(f"inv_freq must be a non-empty 1-D array of positive finite numbers, "
+    theta = check.array(name, inv_freq, kind="real", ndim=1)
+    if theta.size == 0 or not (theta > 0).all():
+        raise ValueError(f"{name} must be a non-empty 1-D array of positive finite numbers, "
                          f"got {np.asarray(inv_freq)!r}")
-    return theta
+    return np.asarray(theta, dtype=np.float64)
 
 
 def _attention_factor(value):
     """The factor on cos and sin: a finite number >= 0 that float32 tables can hold."""
-    af = _number(value, "attention_factor", minimum=0.0)
+    af = _real("attention_factor", value, minimum=0.0)
     if af >= float(np.finfo(np.float32).max):
         raise ValueError(f"attention_factor must be below float32's maximum 3.4e38 (cos and sin "
                          f"tables are float32), got {value!r}")
@@ -617,30 +794,33 @@ def wavelengths(inv_freq):
 
 def turns_within(inv_freq, n_positions):
     """Turns each pair completes within ``n_positions`` positions: n / wavelength."""
-    return _number(n_positions, "n_positions", minimum=0) / wavelengths(inv_freq)
+    return _length("n_positions", n_positions, minimum=0) / wavelengths(inv_freq)
 
 
 def largest_trained_angle(inv_freq, n_train):
     """The largest angle each pair reached in training: (n_train - 1) * theta_i."""
-    return (n_train - 1) * np.asarray(inv_freq, dtype=np.float64)
+    theta = _frequencies(inv_freq)
+    return (_length("n_train", n_train) - 1) * theta
 
 
 def angle_at(inv_freq, position):
     """The angle of each pair at ``position``: position * theta_i (compare with the trained max)."""
-    return position * np.asarray(inv_freq, dtype=np.float64)
+    theta = _frequencies(inv_freq)
+    return _position("position", position) * theta
 
 
 def pairs_never_turning(inv_freq, n_positions):
     """Indices of the pairs whose wavelength exceeds ``n_positions`` (no full turn in training)."""
-    return np.flatnonzero(wavelengths(inv_freq) > _number(n_positions, "n_positions", minimum=1))
+    return np.flatnonzero(wavelengths(inv_freq) > _length("n_positions", n_positions))
 
 
 def outside_trained_arc(inv_freq, position, n_train):
     """Per pair, True where the angle at ``position`` with its whole turns removed lies beyond the
     arc [0, (n_train - 1) * theta_i] the pair swept in training. Only pairs that never complete a
     turn in training (``pairs_never_turning``) can be True: the others saw every angle."""
-    theta = np.asarray(inv_freq, dtype=np.float64)
-    n_train = _number(n_train, "n_train", minimum=1, integer=True)
+    theta = _frequencies(inv_freq)
+    position = _position("position", position)
+    n_train = _length("n_train", n_train)
     on_clock = np.mod(angle_at(theta, position), TWO_PI)
     never = np.zeros(theta.shape, dtype=bool)
     never[pairs_never_turning(theta, n_train)] = True
@@ -652,11 +832,12 @@ def trained_arc_overshoot(inv_freq, position, n_train, *, trained_inv_freq=None)
     scaling scheme) passes the largest angle the pair reached in training (turning at
     ``trained_inv_freq``, default ``inv_freq``, over ``n_train`` positions). 0 for pairs that
     stay inside, and for pairs that complete a turn in training (they saw every angle)."""
-    theta = np.asarray(inv_freq, dtype=np.float64)
-    trained = theta if trained_inv_freq is None else np.asarray(trained_inv_freq, dtype=np.float64)
+    theta = _frequencies(inv_freq)
+    trained = theta if trained_inv_freq is None else _frequencies(trained_inv_freq, "trained_inv_freq")
     if trained.shape != theta.shape:
         raise ValueError(f"trained_inv_freq has shape {trained.shape}, inv_freq {theta.shape}")
-    n_train = _number(n_train, "n_train", minimum=1, integer=True)
+    position = _position("position", position)
+    n_train = _length("n_train", n_train)
     over = np.maximum(angle_at(theta, position) - largest_trained_angle(trained, n_train), 0.0)
     never = np.zeros(theta.shape, dtype=bool)
     never[pairs_never_turning(trained, n_train)] = True
@@ -668,8 +849,8 @@ def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
     the positions and their product m * theta_i all in float32 (vLLM's ``_compute_cos_sin_cache``,
     HF's rotary embedding under float32). Near m = 131072 float32 numbers are 1/64 apart, so the
     angle itself is off by up to 1/128 rad; compare with ``cos_sin_table``, which is not."""
-    inv32 = np.asarray(inv_freq, dtype=np.float64).astype(np.float32)
-    n = _number(n_positions, "n_positions", minimum=1, integer=True)
+    inv32 = _table_frequencies(inv_freq).astype(np.float32)
+    n = _length("n_positions", n_positions)
     af = np.float32(_attention_factor(attention_factor))
     angles = np.multiply.outer(np.arange(n, dtype=np.float32), inv32)  # (n, r/2) float32
     return np.cos(angles) * af, np.sin(angles) * af
@@ -681,46 +862,63 @@ def llama3_regimes(config):
     params, where, theta_where = _resolve(config, None)
     if params["rope_type"] != "llama3":
         raise ValueError(f"{where}.rope_type must be 'llama3' for llama3_regimes, got {params['rope_type']!r}")
-    b = _number(params["rope_theta"], theta_where, above=1.0)
-    p = _Params(params, where, config)
+    b = _real(theta_where, params["rope_theta"], above=1.0)
+    p = _Params(params, where, config, theta_where)
     _, low, high, L0 = _llama3_bands(p)
     return _llama3_labels(_theta(b, rotary_dim(config)), low, high, L0)
 
 
+# vLLM's possible_keys, in its order (vllm/config/model.py, _get_and_verify_max_len)
 _MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-                 "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
+                 "model_max_length", "max_target_positions", "max_sequence_length",
+                 "max_seq_length", "seq_len")
+
+
+def _rope_entries(config):
+    """[(name, rope dict)] of the config's rope: one, or one per layer type (transformers 5).
+    Like vLLM (through HF, where rope_scaling replaces rope_parameters), rope_scaling wins."""
+    where, rope = next(((k, config[k]) for k in ("rope_scaling", "rope_parameters") if config.get(k)),
+                       (None, None))
+    if rope is None:
+        return []
+    if not isinstance(rope, dict):
+        raise ValueError(f"{where} must be a dict or null, got {check.describe(rope)}")
+    if _is_nested(rope):
+        return [(f"{where}.{layer}", rp) for layer, rp in rope.items() if rp is not None]
+    return [(where, rope)]
 
 
 def derived_max_model_len(config):
     """The longest context vLLM derives from a config (``_get_and_verify_max_len``): the smallest
-    of the length keys, times the rope factor, except that YaRN first resets the length to
+    of the length keys (``model_max_length`` instead when given: vLLM's Command-R rule), times
+    the rope factor, except that YaRN first resets the length to
     ``original_max_position_embeddings``, llama3 / longrope (/ su) do not multiply (their
     max_position_embeddings is already the extended length), and Gemma 3 is skipped (likewise).
+    The rope dicts are checked as ``rope_frequencies`` checks them: an unknown rope_type or key,
+    or a factor that is not a number >= 1, is an error naming the key.
     """
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict, got {type(config).__name__}")
-    lengths = [_number(config[k], k, minimum=1) for k in _MAX_LEN_KEYS if config.get(k) is not None]
+    _require_dict(config)
+    lengths = {k: _length(k, config[k]) for k in _MAX_LEN_KEYS if config.get(k) is not None}
     if not lengths:
         raise ValueError(f"config has none of the length keys {', '.join(_MAX_LEN_KEYS)}")
-    derived = min(lengths)
+    derived = lengths.get("model_max_length") or min(lengths.values())
+    entries = [(where, dict(rp), _rope_type(dict(rp), where)) for where, rp in _rope_entries(config)]
     if "gemma3" in str(config.get("model_type", "")):
         return int(derived)
-    where, rope = next(((k, config[k]) for k in ("rope_scaling", "rope_parameters") if config.get(k)),
-                       (None, None))
-    if rope is None:
+    if not entries:
         return int(derived)
-    if not isinstance(rope, dict):
-        raise ValueError(f"{where} must be a dict or null, got {rope!r}")
-    entries = rope.values() if _is_nested(rope) else [rope]  # transformers 5: one per layer type
     s = 1.0
-    for rp in entries:
-        if rp is None:
+    for where, rp, rope_type in entries:
+        if rope_type in ("longrope", "llama3"):
             continue
-        rope_type = rp.get("rope_type", rp.get("type", "default"))
-        if rope_type not in ("su", "longrope", "llama3"):
-            factor = rp.get("factor", s)
-            s = 1.0 if factor is None else _number(factor, f"{where}.factor")  # vLLM: null -> 1.0
-            if rope_type == "yarn":
-                L0 = rp.get("original_max_position_embeddings", config.get("original_max_position_embeddings"))
-                derived = _number(L0, f"{where}.original_max_position_embeddings", minimum=1)
-    return int(derived * s)
+        if rope_type != "default" and rp.get("factor") is None and "factor" not in rp:
+            raise ValueError(f"{where}.factor is required for rope_type {rope_type!r} but is missing")
+        factor = rp.get("factor", s)
+        s = 1.0 if factor is None else _real(f"{where}.factor", factor, minimum=1.0)  # vLLM: null -> 1.0
+        if rope_type == "yarn":
+            derived = _Params(rp, where, config).original_max_position_embeddings()
+    out = derived * s
+    if not math.isfinite(out):
+        raise ValueError(f"the derived length {derived} times the rope factor {s:g} overflows "
+                         "float64: check factor")
+    return int(out)

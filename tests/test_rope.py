@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from _support import needs, optional
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lessonlib import rope as R
@@ -686,7 +686,7 @@ def test_other_bad_arguments_raise():
         R.rope_frequencies(cfg(None), seq_len=1.5)
     with pytest.raises(ValueError, match="n_positions"):
         R.cos_sin_table(naive_theta(1e4, 8), 0)
-    with pytest.raises(ValueError, match="config"):
+    with pytest.raises(ValueError, match="rope_theta must be finite"):  # the key, not just "config"
         R.rope_cos_sin({"head_dim": 8, "rope_theta": float("nan")}, 4)
     with pytest.raises(ValueError, match="factor"):
         R.ntk_base(1e4, 0.5, 128)
@@ -697,6 +697,25 @@ def test_other_bad_arguments_raise():
 NUMBERS = st.floats(allow_nan=False, allow_infinity=False, min_value=1.0, max_value=1e4)
 ANYTHING = st.one_of(st.none(), st.booleans(), st.text(max_size=3),
                      st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**5))
+
+
+# The keys each rope type reads (HF 5.23's _validate_<type>_rope_parameters, plus our "ntk"); a
+# config carrying another type's keys is an error now (test_hf_warns_exactly_where_we_raise).
+READS = {"default": set(), "linear": {"factor"}, "ntk": {"factor"}, "dynamic": {"factor"},
+         "yarn": {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
+                  "beta_slow", "mscale", "mscale_all_dim", "truncate"},
+         "llama3": {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+         "longrope": {"short_factor", "long_factor", "original_max_position_embeddings",
+                      "attention_factor", "factor"}}
+
+
+def hf_yarn_band(beta_fast, beta_slow, r, b, L0, truncate=True):
+    """HF's find_correction_range, transcribed from _compute_yarn_parameters (no checks)."""
+    corr = lambda n: r * math.log(L0 / (n * 2 * math.pi)) / (2 * math.log(b))  # noqa: E731
+    low, high = corr(beta_fast), corr(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    return max(low, 0), min(high, r - 1)
 
 
 @st.composite
@@ -717,8 +736,13 @@ def valid_configs(draw):
             "truncate": draw(st.booleans())}
     if draw(st.booleans()):
         rope["mscale"], rope["mscale_all_dim"] = draw(st.floats(0.0, 2.0)), draw(st.floats(0.0, 2.0))
+    rope = {k: v for k, v in rope.items() if k == "rope_type" or k in READS[rope_type]}
     config = {"head_dim": head_dim, "rope_theta": draw(st.floats(1.0001, 1e9)),
               "max_position_embeddings": draw(st.integers(1, 10**7)), "rope_scaling": rope}
+    if rope_type == "yarn":  # an empty band (L0 too short or too long for the base) is an error
+        low, high = hf_yarn_band(rope["beta_fast"], rope["beta_slow"], r, config["rope_theta"], L0,
+                                 rope["truncate"])
+        assume(low <= high)
     if prf is not None:
         config["partial_rotary_factor"] = prf
     return config
@@ -827,7 +851,7 @@ def test_apply_rope_rejects_non_finite_input(bad):
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: R.yarn_correction_range(1, 32, 128, 10000.0, 4096), "beta_fast must be > beta_slow"),
+    (lambda: R.yarn_correction_range(1, 32, 128, 10000.0, 4096), "beta_fast must be >= beta_slow"),
     (lambda: R.yarn_correction_range(32, 0, 128, 10000.0, 4096), "beta_slow"),
     (lambda: R.yarn_mscale(0), "factor"),
     (lambda: R.yarn_mscale(-2.0), "factor"),
@@ -862,3 +886,519 @@ def test_attention_factor_that_overflows_the_tables_is_named():
             call(3.4028235677973366e38)
     with pytest.raises(ValueError, match="overflowed float32"):
         R.apply_rope(np.full((2, 32), 1e38, np.float32), [0, 1], inv, attention_factor=1e10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 13: every bad input is a ValueError naming the argument or the config key
+# ---------------------------------------------------------------------------------------------
+
+def raises_naming(call, *names):
+    """The ValueError ``call`` raises, after checking that its message names every one of
+    ``names`` as a whole word (dotted keys allowed)."""
+    from _bad import names_argument
+    with pytest.raises(ValueError) as err:
+        call()
+    for name in names:
+        assert names_argument(str(err.value), name), f"{name!r} not named in: {err.value}"
+    return str(err.value)
+
+
+def test_every_shipped_config_loads():
+    """All of lessonlib/configs (both layer types for Gemma 3) in both layouts, and every config
+    the notebooks build, still load under the stricter rules."""
+    from lessonlib.configs import config_names
+    for name in config_names():
+        c = load_config(name)
+        if not any(c.get(k) for k in ("head_dim", "qk_rope_head_dim", "hidden_size")):
+            continue  # tiny-random-qwen2vocab: a tokenizer fixture without a head
+        layers = ["full_attention", "sliding_attention"] if "gemma3" in c.get("model_type", "") else [None]
+        for layer_type in layers:
+            inv, af = R.rope_frequencies(c, layer_type=layer_type)
+            assert np.all(inv > 0) and af > 0
+            R.rope_parameters(c, layer_type=layer_type)
+            R.rope_cos_sin(c, 8, layer_type=layer_type)
+        if any(c.get(k) for k in R._MAX_LEN_KEYS):
+            assert R.derived_max_model_len(c) >= c.get("max_position_embeddings", 0) // 8
+    head = {"head_dim": 128, "rope_theta": 10_000.0}
+    notebook_08 = [{"rope_type": "linear", "factor": 4.0}, {"rope_type": "ntk", "factor": 4.0},
+                   {"rope_type": "dynamic", "factor": 4.0},
+                   {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}]
+    for rs in notebook_08:
+        R.rope_frequencies({**head, "max_position_embeddings": 4096, "rope_scaling": rs}, 16384)
+    R.rope_frequencies({**load_config("Llama-3.1-8B"), "rope_scaling": None})
+
+
+@needs("torch")
+@pytest.mark.parametrize("rope_type", sorted(set(READS) - {"ntk"}))
+def test_hf_warns_exactly_where_we_raise(rope_type):
+    """The key table is HF's: every key we accept draws no 'Unrecognized keys' warning from
+    transformers, and the one we reject ("facter", a stray factor) is the one HF names."""
+    import transformers.modeling_rope_utils as hf_rope
+    values = {"factor": 8.0, "original_max_position_embeddings": 4096, "attention_factor": 1.1,
+              "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+              "truncate": True, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "short_factor": SHORT64, "long_factor": LONG64}
+    rope = {"rope_type": rope_type, "partial_rotary_factor": 1.0,
+            **{k: values[k] for k in READS[rope_type]}}
+    stray = "facter" if "factor" in rope else "factor"
+    config = cfg(rope, max_position_embeddings=32768, hidden_size=512, num_attention_heads=4)
+    seen = []
+    original = hf_rope.logger.warning
+    hf_rope.logger.warning = lambda msg, *a, **k: seen.append(str(msg))
+    try:
+        AutoConfig.for_model("llama", **copy.deepcopy(config))
+        assert not [m for m in seen if "Unrecognized keys" in m], seen
+        R.rope_frequencies(config)  # accepted here too
+        seen.clear()
+        bad = copy.deepcopy(config)
+        bad["rope_scaling"][stray] = 2.0
+        AutoConfig.for_model("llama", **copy.deepcopy(bad))
+        assert any("Unrecognized keys" in m and stray in m for m in seen), seen
+    finally:
+        hf_rope.logger.warning = original
+    message = raises_naming(lambda: R.rope_frequencies(bad), f"rope_scaling.{stray}")
+    assert f"rope_type {rope_type!r}" in message
+
+
+def test_a_typo_beside_factor_is_named_with_the_near_miss():
+    """`"facter"` beside `"factor"` was dropped silently (HF only warns)."""
+    config = cfg({"rope_type": "linear", "factor": 2.0, "facter": 3.0})
+    for call in (lambda: R.rope_frequencies(config), lambda: R.rope_parameters(config),
+                 lambda: R.rotary_dim(config), lambda: R.rope_cos_sin(config, 8),
+                 lambda: R.derived_max_model_len(config)):
+        message = raises_naming(call, "rope_scaling.facter")
+        assert "did you mean 'factor'?" in message
+
+
+def test_a_stray_factor_under_default_is_an_error():
+    """A factor under rope_type default scaled nothing (inv_freq unchanged, silently)."""
+    raises_naming(lambda: R.rope_frequencies(cfg({"rope_type": "default", "factor": 2.0})),
+                  "rope_scaling.factor")
+    raises_naming(lambda: R.rope_frequencies(cfg({"factor": 4.0})), "rope_scaling.factor")  # no type
+    per_layer = {"head_dim": 128, "rope_parameters": {  # Gemma 3 in the transformers-5 layout
+        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    assert R.rope_frequencies(per_layer, layer_type="sliding_attention")[1] == 1.0
+    per_layer["rope_parameters"]["sliding_attention"]["factor"] = 8.0
+    raises_naming(lambda: R.rope_frequencies(per_layer, layer_type="sliding_attention"),
+                  "rope_parameters.sliding_attention.factor")
+    # another type's key is as stray: llama3's band under yarn, yarn's betas under llama3
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "low_freq_factor": 1.0})),
+                  "rope_scaling.low_freq_factor")
+    raises_naming(lambda: R.rope_frequencies(cfg({**LLAMA3, "beta_fast": 32.0})),
+                  "rope_scaling.beta_fast")
+
+
+@pytest.mark.parametrize("top, key", [
+    (dict(max_position_embeddings=32768.0), "max_position_embeddings"),
+    (dict(head_dim=128.0), "head_dim"),
+    (dict(original_max_position_embeddings=4096.0), "original_max_position_embeddings"),
+    (dict(rope_theta=True), "rope_theta"),
+    (dict(rope_theta="10000"), "rope_theta"),
+    (dict(rope_theta=1e4 + 0j), "rope_theta"),
+    (dict(partial_rotary_factor="0.5"), "partial_rotary_factor"),
+])
+def test_integer_keys_are_ints_and_reals_are_real(top, key):
+    """Counts and lengths written as floats (4096.0) were truncated to ints; now they are errors,
+    as bools, strings and complex numbers are where a real number is meant."""
+    config = {**cfg({"rope_type": "dynamic", "factor": 2.0}), **top}
+    if "original_max_position_embeddings" in top:
+        config["rope_scaling"] = dict(YARN)
+    raises_naming(lambda: R.rope_frequencies(config, 8192), key)
+
+
+def test_lengths_written_as_floats_are_errors():
+    raises_naming(lambda: R.rope_frequencies(cfg(None), seq_len=2048.0), "seq_len")
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "original_max_position_embeddings": 4096.0})),
+                  "rope_scaling.original_max_position_embeddings")
+    raises_naming(lambda: R.rope_frequencies(cfg(LONGROPE, original_max_position_embeddings=4096.0)),
+                  "original_max_position_embeddings")
+
+
+def test_layer_type_must_be_a_string():
+    for call in (R.rotary_dim, R.rope_parameters, R.rope_frequencies):
+        raises_naming(lambda: call(cfg(None), layer_type=3), "layer_type")
+    raises_naming(lambda: R.rope_cos_sin(cfg(None), 8, layer_type=["sliding_attention"]), "layer_type")
+
+
+# derived_max_model_len: the rule against vLLM, and its bad inputs
+
+def test_derived_max_model_len_rejects_what_vllm_would_multiply():
+    """A negative factor gave -16,384 and an unknown rope_type multiplied anyway."""
+    base = {"max_position_embeddings": 32768, "head_dim": 128}
+    for factor in (-0.5, 0, 0.5, "4", True, float("nan"), [4.0]):
+        raises_naming(lambda: R.derived_max_model_len(
+            {**base, "rope_scaling": {"rope_type": "linear", "factor": factor}}), "rope_scaling.factor")
+    raises_naming(lambda: R.derived_max_model_len(
+        {**base, "rope_scaling": {"rope_type": "yarn", "factor": -0.5,
+                                  "original_max_position_embeddings": 4096}}), "rope_scaling.factor")
+    raises_naming(lambda: R.derived_max_model_len(
+        {**base, "rope_scaling": {"rope_type": "ntk-by-parts", "factor": 4.0}}), "rope_scaling.rope_type")
+    raises_naming(lambda: R.derived_max_model_len(
+        {**base, "rope_scaling": {"rope_type": "linear"}}), "rope_scaling.factor")
+    raises_naming(lambda: R.derived_max_model_len(
+        {**base, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}),
+        "rope_scaling.original_max_position_embeddings")
+    raises_naming(lambda: R.derived_max_model_len({**base, "max_position_embeddings": 32768.0}),
+                  "max_position_embeddings")
+    raises_naming(lambda: R.derived_max_model_len({**base, "max_position_embeddings": -1}),
+                  "max_position_embeddings")
+    raises_naming(lambda: R.derived_max_model_len({"head_dim": 64}), "max_position_embeddings")
+    raises_naming(lambda: R.derived_max_model_len([("max_position_embeddings", 4096)]), "config")
+    nested = {"max_position_embeddings": 4096, "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "factor": 4.0},
+        "full_attention": {"rope_type": "linear", "factor": 4.0}}}
+    raises_naming(lambda: R.derived_max_model_len(nested), "rope_parameters.sliding_attention.factor")
+    assert R.derived_max_model_len({**base, "rope_scaling": {"rope_type": "linear", "factor": 4}}) == 131072
+
+
+def test_derived_max_model_len_follows_vllm_model_max_length_and_whisper_keys():
+    """vLLM's current rule (vllm/config/model.py, _get_and_verify_max_len): max_target_positions
+    is a length key, and model_max_length, when given, replaces the minimum (Command-R)."""
+    def current_vllm(config):
+        keys = ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "model_max_length", "max_target_positions", "max_sequence_length",
+                "max_seq_length", "seq_len"]
+        derived = min(config[k] for k in keys if config.get(k) is not None)
+        if config.get("model_max_length"):
+            derived = config["model_max_length"]
+        return int(derived * (config.get("rope_scaling") or {}).get("factor", 1.0))
+    for extra in ({"model_max_length": 131072}, {"model_max_length": 2048},
+                  {"max_target_positions": 448}, {"n_positions": 1024, "seq_length": 8192}):
+        c = {"max_position_embeddings": 4096, **extra}
+        assert R.derived_max_model_len(c) == current_vllm(c)
+        c["rope_scaling"] = {"rope_type": "linear", "factor": 2.0}
+        assert R.derived_max_model_len(c) == current_vllm(c)
+    assert R.derived_max_model_len({"max_position_embeddings": 4096, "model_max_length": 131072}) == 131072
+
+
+# The YaRN band and ramp
+
+def test_yarn_correction_range_order_and_equal_betas():
+    """beta_fast < beta_slow gave (22, 11); equal betas are HF-legal (a step, not a ramp)."""
+    raises_naming(lambda: R.yarn_correction_range(1, 32, 128, 10000.0, 4096), "beta_fast", "beta_slow")
+    assert R.yarn_correction_range(8, 8, 128, 10000.0, 4096) == hf_yarn_band(8, 8, 128, 1e4, 4096) == (30, 31)
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "beta_fast": 1.0, "beta_slow": 32.0})),
+                  "rope_scaling.beta_fast", "rope_scaling.beta_slow")
+
+
+@needs("torch")
+def test_equal_betas_match_hf():
+    for truncate in (True, False):
+        assert_matches_hf(synthetic({**YARN, "beta_fast": 8.0, "beta_slow": 8.0, "truncate": truncate},
+                                    max_pos=32768))
+
+
+def test_yarn_ramp_rejects_an_inverted_band():
+    """yarn_ramp(30, 10, 8) returned zeros: every pair 'divided by s', silently."""
+    raises_naming(lambda: R.yarn_ramp(30, 10, 8), "low", "high")
+    np.testing.assert_array_equal(R.yarn_ramp(10, 10, 12)[9:], [1.0, 1.0, 0.0])  # HF's +0.001
+    raises_naming(lambda: R.yarn_ramp(np.nan, 10, 8), "low")
+    raises_naming(lambda: R.yarn_ramp(2, 10, 8.0), "n_pairs")
+
+
+# (r, b, beta_fast, beta_slow, truncate, L0 accepted, L0 rejected): the integer boundary of an
+# empty band, both sides. Case A: high < 0, L0 <= 2 pi beta_slow b^(-2/r) (truncate) or
+# < 2 pi beta_slow; case B: low > r - 1, L0 >= 2 pi beta_fast b^2 (truncate) or
+# > 2 pi beta_fast b^(2(r-1)/r).
+BAND_EDGES = [
+    ("short, truncate", 128, 1e4, 32.0, 1.0, True, 6, 5),       # 2 pi 1e4^(-1/64) = 5.441
+    ("short, no truncate", 128, 1e4, 32.0, 1.0, False, 7, 6),   # 2 pi = 6.283
+    ("short, beta_slow 2", 64, 5e5, 32.0, 2.0, True, 9, 8),     # 4 pi 5e5^(-1/32) = 8.335
+    ("long, truncate", 8, 10.0, 32.0, 1.0, True, 20106, 20107),  # 2 pi 32 10^2 = 20106.19
+    ("long, no truncate", 8, 10.0, 32.0, 1.0, False, 11306, 11307),  # 2 pi 32 10^1.75 = 11306.5
+]
+
+
+@pytest.mark.parametrize("r, b, fast, slow, truncate, ok, empty", [e[1:] for e in BAND_EDGES],
+                         ids=[e[0] for e in BAND_EDGES])
+def test_empty_yarn_band_is_rejected_on_one_side_of_the_boundary_only(r, b, fast, slow, truncate, ok, empty):
+    assert hf_yarn_band(fast, slow, r, b, ok, truncate)[0] <= hf_yarn_band(fast, slow, r, b, ok, truncate)[1]
+    low, high = hf_yarn_band(fast, slow, r, b, empty, truncate)
+    assert low > high  # what HF computes there: an inverted band
+    assert R.yarn_correction_range(fast, slow, r, b, ok, truncate) == hf_yarn_band(fast, slow, r, b, ok, truncate)
+    message = raises_naming(lambda: R.yarn_correction_range(fast, slow, r, b, empty, truncate),
+                            "original_max_position_embeddings", "beta_fast", "beta_slow")
+    assert "band is empty" in message
+    rope = {"rope_type": "yarn", "factor": 4.0, "beta_fast": fast, "beta_slow": slow, "truncate": truncate}
+    config = synthetic({**rope, "original_max_position_embeddings": ok}, head_dim=r, theta=b)
+    R.rope_frequencies(config)
+    config["rope_scaling"]["original_max_position_embeddings"] = empty
+    message = raises_naming(lambda: R.rope_frequencies(config), "rope_scaling.original_max_position_embeddings",
+                            "rope_scaling.beta_fast", "rope_scaling.beta_slow")
+    assert "YaRN's band is empty" in message and "inverted" in message
+    top = synthetic(rope, head_dim=r, theta=b)  # L0 at the top level (Phi-3 style) is named so
+    top["original_max_position_embeddings"] = empty
+    raises_naming(lambda: R.rope_frequencies(top), "original_max_position_embeddings")
+
+
+@needs("torch")
+@pytest.mark.parametrize("r, b, fast, slow, truncate, ok, empty", [e[1:] for e in BAND_EDGES],
+                         ids=[e[0] for e in BAND_EDGES])
+def test_hf_inverted_ramp_flips_every_pair_across_the_boundary(r, b, fast, slow, truncate, ok, empty):
+    """The evidence for rejecting: one position of L0 across the boundary, HF's (and vLLM's,
+    the same code) inverted ramp flips every pair but one from 'divided by s' to 'kept' (short
+    L0) or every pair from 'kept' to 'divided by s' (long L0), the opposite of YaRN's rule on
+    that side. llama.cpp clamps the ramp's denominator to 0.001 instead, a third answer."""
+    def slowdown(L0):
+        rope = {"rope_type": "yarn", "factor": 4.0, "beta_fast": fast, "beta_slow": slow,
+                "truncate": truncate, "original_max_position_embeddings": L0}
+        config = synthetic(rope, head_dim=r, theta=b, max_pos=4 * L0)
+        hf, _ = hf_frequencies(config)
+        return naive_theta(b, r) / hf
+    accepted, inverted = slowdown(ok), slowdown(empty)
+    assert_matches_hf(synthetic({"rope_type": "yarn", "factor": 4.0, "beta_fast": fast, "beta_slow": slow,
+                                 "truncate": truncate, "original_max_position_embeddings": ok},
+                                head_dim=r, theta=b, max_pos=4 * ok))
+    if ok < empty:  # L0 too long: every pair turns > beta_fast times, YaRN keeps them all
+        np.testing.assert_allclose(accepted, 1.0, rtol=1e-6)
+        np.testing.assert_allclose(inverted, 4.0, rtol=1e-6)  # HF divides them all by s
+    else:  # L0 too short: every pair turns < beta_slow times, YaRN divides them all
+        np.testing.assert_allclose(accepted[1:], 4.0, rtol=1e-6)  # pair 0 kept by ceil's rounding
+        np.testing.assert_allclose(inverted, 1.0, rtol=1e-6)  # HF keeps them all
+
+
+def test_yarn_numbers_out_of_range_name_the_key():
+    """beta_fast = 1e308 and L0 = 0 were `math domain error`."""
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "beta_fast": 1e308})), "rope_scaling.beta_fast")
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "beta_slow": 5e-324})), "rope_scaling.beta_slow")
+    for rope in (YARN, LLAMA3, LONGROPE):
+        raises_naming(lambda: R.rope_frequencies(cfg({**rope, "original_max_position_embeddings": 0})),
+                      "rope_scaling.original_max_position_embeddings")
+        raises_naming(lambda: R.rope_frequencies(cfg(rope, original_max_position_embeddings=0)),
+                      "original_max_position_embeddings")
+    raises_naming(lambda: R.yarn_correction_dim(32, 128, 1e4, 0), "original_max_position_embeddings")
+    raises_naming(lambda: R.yarn_correction_dim(1e308, 128, 1e4, 4096), "n_rotations")
+    raises_naming(lambda: R.yarn_correction_dim(32, 127, 1e4, 4096), "rotary_dim")
+    raises_naming(lambda: R.yarn_correction_range(1e308, 1, 128, 1e4, 4096), "beta_fast")
+    raises_naming(lambda: R.yarn_correction_range(32, 1, 128, 1e4, 4096, truncate="no"), "truncate")
+    # mscale_all_dim = -10 at factor e makes 0.1 * mscale_all_dim * ln(factor) + 1 exactly 0
+    raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "factor": math.e, "mscale": 1.0,
+                                                  "mscale_all_dim": -10.0})), "rope_scaling.mscale_all_dim")
+
+
+def test_ntk_base_odd_dim_and_overflow():
+    """An odd dim gave a base for half a pair; an overflow was inf or an OverflowError."""
+    raises_naming(lambda: R.ntk_base(10000.0, 8.0, 127), "rotary_dim")
+    raises_naming(lambda: R.ntk_base(1e300, 1e10, 4), "rope_theta", "factor")  # was inf
+    raises_naming(lambda: R.ntk_base(1e4, 1e300, 4), "rope_theta", "factor")  # was OverflowError
+    raises_naming(lambda: R.ntk_base(1e4, 8.0, 128.0), "rotary_dim")
+    raises_naming(lambda: R.rope_frequencies(cfg({"rope_type": "ntk", "factor": 1e300}, head_dim=4)),
+                  "factor")
+    raises_naming(lambda: R.rope_frequencies(
+        cfg({"rope_type": "dynamic", "factor": 1e300}, head_dim=4), seq_len=10**9), "factor")
+    assert R.ntk_base(1e4, 4, 128) == pytest.approx(40889.9, abs=0.05)
+
+
+def test_helpers_on_inv_freq_name_it():
+    """wavelengths([0]) returned inf; largest_trained_angle / angle_at took anything."""
+    raises_naming(lambda: R.wavelengths([0]), "inv_freq")
+    raises_naming(lambda: R.wavelengths(["1.0"]), "inv_freq")
+    raises_naming(lambda: R.largest_trained_angle([0.1, -1.0], 4096), "inv_freq")
+    raises_naming(lambda: R.largest_trained_angle([0.1], 4096.0), "n_train")
+    raises_naming(lambda: R.largest_trained_angle([0.1], "5"), "n_train")
+    raises_naming(lambda: R.angle_at([np.nan], 5), "inv_freq")
+    raises_naming(lambda: R.angle_at([0.1], -3), "position")
+    raises_naming(lambda: R.pairs_never_turning([1.0, 1e-4], -1), "n_positions")  # was every pair
+    raises_naming(lambda: R.pairs_never_turning([1.0, 1e-4], 4096.0), "n_positions")
+    raises_naming(lambda: R.turns_within([1.0], 10**400), "n_positions")
+    raises_naming(lambda: R.outside_trained_arc([1.0, 1e-4], "16383", 4096), "position")
+    raises_naming(lambda: R.trained_arc_overshoot([1.0], 10, 4096, trained_inv_freq=[0.0]),
+                  "trained_inv_freq")
+    raises_naming(lambda: R.yarn_mscale(0), "factor")  # was 1.0
+    raises_naming(lambda: R.yarn_mscale(8, "1"), "mscale")
+
+
+def test_apply_rope_positions_of_another_shape_are_named():
+    """x (2, 5, 8) with positions (3, 5) failed with numpy's broadcast message."""
+    inv = naive_theta(1e4, 8)
+    x = np.random.default_rng(5).standard_normal((2, 5, 8))
+    message = raises_naming(lambda: R.apply_rope(x, np.zeros((3, 5)), inv), "positions")
+    assert "broadcast" in message and "(2, 5)" in message
+    raises_naming(lambda: R.apply_rope(x, np.zeros((2, 1, 5)), inv), "positions")
+    raises_naming(lambda: R.apply_rope(x, np.array(3), inv), "positions")
+    raises_naming(lambda: R.apply_rope(x, ["0", "1", "2", "3", "4"], inv), "positions")
+    raises_naming(lambda: R.apply_rope(x + 0j, np.arange(5), inv), "x")
+    raises_naming(lambda: R.apply_rope(x, np.arange(5), inv, style="NEOX"), "style")
+    raises_naming(lambda: R.apply_rope(x, np.arange(5), inv, attention_factor=True), "attention_factor")
+    # shapes that do broadcast are as before: one position vector, one per row, a leading 1
+    per_row = np.stack([np.arange(5), 100 + np.arange(5)])
+    out = R.apply_rope(x, per_row, inv)
+    for b in range(2):
+        np.testing.assert_array_equal(out[b], R.apply_rope(x[b], per_row[b], inv))
+    np.testing.assert_array_equal(R.apply_rope(x, np.arange(5)[None], inv), R.apply_rope(x, np.arange(5), inv))
+    np.testing.assert_array_equal(R.apply_rope(x[0], np.arange(5)[None], inv), R.apply_rope(x[0], np.arange(5), inv))
+
+
+def test_tables_and_orders_name_their_arguments():
+    inv = naive_theta(1e4, 8)
+    raises_naming(lambda: R.cos_sin_table(["a"], 4), "inv_freq")
+    raises_naming(lambda: R.cos_sin_table(inv, 4.0), "n_positions")
+    raises_naming(lambda: R.float32_angle_table(inv, True), "n_positions")
+    raises_naming(lambda: R.float32_angle_table(inv[None], 4), "inv_freq")
+    raises_naming(lambda: R.neox_to_gptj_order(8.0), "r")
+    raises_naming(lambda: R.neox_to_gptj_order(8, 6), "d")
+    raises_naming(lambda: R.rope_cos_sin(cfg(None), 0), "n_positions")
+    raises_naming(lambda: R.rope_cos_sin({**cfg(None), "extra": object()}, 4), "config")
+    raises_naming(lambda: R.llama3_regimes(cfg({**LLAMA3, "high_freq_factor": 0.5})),
+                  "rope_scaling.high_freq_factor")
+
+
+# --------------------------------------------------------------------------- bad inputs
+# Every argument of the public functions, fed what a careful user might pass by mistake: each
+# must be a ValueError naming the argument or the config key (tests/_bad.py; coverage in
+# test_validate.py).
+from _bad import DELETE, Case, arrays_with, bad_input_tests, choices, flags, ints, reals, texts  # noqa: E402
+
+_MAXPOS = 2 ** 53  # lengths past it are refused (float64 positions stop being distinct)
+_TYPES = R.ROPE_TYPES + ("su",)
+_HEAD = {"hidden_size": 512, "num_attention_heads": 4, "head_dim": 128, "rope_theta": 1e4,
+         "max_position_embeddings": 32768}
+_YARN_CFG = {**_HEAD, "rope_scaling": {**YARN, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.8,
+                                       "mscale_all_dim": 1.0, "truncate": True}}
+_LONGROPE_CFG = {**_HEAD, "original_max_position_embeddings": 4096, "max_position_embeddings": 131072,
+                 "rope_scaling": {k: v for k, v in LONGROPE.items() if k != "original_max_position_embeddings"}}
+_LLAMA3_CFG = {**_HEAD, "rope_theta": 5e5, "max_position_embeddings": 131072, "rope_scaling": dict(LLAMA3)}
+_DYNAMIC_CFG = {**_HEAD, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+_GEMMA_V5 = {"head_dim": 128, "rope_parameters": {
+    "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+    "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+_NOT_A_DICT = st.sampled_from([None, "config.json", 3, [("rope_theta", 1e4)]])
+_NOT_A_ROPE_DICT = st.sampled_from(["yarn", 3, [1.0], True])
+_LENGTH = ints(minimum=1, maximum=_MAXPOS)
+_BAD_LIST = st.sampled_from([LONG64[:-1], LONG64 + [1.0], "1.0", 1.0, np.array(LONG64),
+                             LONG64[:-1] + ["x"], LONG64[:-1] + [0.0], LONG64[:-1] + [float("nan")],
+                             LONG64[:-1] + [True]]) | st.none()
+_INV = naive_theta(1e4, 16)
+_FREQS = arrays_with(_INV, kind="real", ranks=(1,)) | st.sampled_from(
+    [[], [0.0], [1.0, -0.5], np.zeros(0)])
+_TABLE_FREQS = arrays_with(_INV, kind="real", ranks=(1,)) | st.just([])
+_X = np.random.default_rng(11).standard_normal((3, 5, 16))
+_ROPE_CFG = {"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_ok=True),
+             "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True),
+             "config.rope_scaling": _NOT_A_ROPE_DICT,
+             "config.rope_scaling.rope_type": choices(_TYPES, none_ok=True),
+             "config.rope_scaling.facter": st.just(2.0) | reals(),
+             "layer_type": texts(none_ok=True)}
+_COMMON_CFG = {**_ROPE_CFG,  # what rope_frequencies reads beyond the rope dict: the head
+               "config.head_dim": ints(minimum=1, maximum=R._MAX_HEAD_DIM, none_ok=True) | st.just(63),
+               "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True) | st.just(69 / 128)}
+
+BAD_INPUTS = [
+    Case(R.rope_frequencies, args=(_YARN_CFG, 8192), id="rope_frequencies[yarn]",
+         bad=dict(_COMMON_CFG, seq_len=ints(minimum=1, maximum=_MAXPOS, none_ok=True), **{
+             "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+             "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.sampled_from([2, 5]),
+             "config.rope_scaling.beta_fast": reals(minimum=0.0, none_ok=True) | st.sampled_from([0.5, 1e308]),
+             "config.rope_scaling.beta_slow": reals(minimum=0.0, none_ok=True) | st.sampled_from([64.0, 5e-324]),
+             "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True) | st.just(3.5e38),
+             "config.rope_scaling.mscale": reals(none_ok=True),
+             "config.rope_scaling.mscale_all_dim": reals(none_ok=True),
+             "config.rope_scaling.truncate": flags(),
+             "config.rope_scaling.low_freq_factor": st.just(1.0)}),
+         names={"config.rope_scaling.beta_slow": "rope_scaling.beta_slow"}),
+    Case(R.rope_frequencies, args=(_LONGROPE_CFG, 8192), id="rope_frequencies[longrope]",
+         bad={"config.rope_scaling.long_factor": _BAD_LIST, "config.rope_scaling.short_factor": _BAD_LIST,
+              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+              "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True),
+              "config.original_max_position_embeddings": _LENGTH | st.just(1),
+              "config.max_position_embeddings": _LENGTH,
+              "config.rope_scaling.beta_fast": st.just(32.0)}),
+    Case(R.rope_frequencies, args=(_LLAMA3_CFG,), id="rope_frequencies[llama3]",
+         bad={"config.rope_scaling.factor": reals(minimum=1.0),
+              "config.rope_scaling.low_freq_factor": reals(above=0.0) | st.just(4.0),
+              "config.rope_scaling.high_freq_factor": reals(above=0.0) | st.just(0.5),
+              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
+              "config.rope_scaling.mscale": st.just(1.0)}),
+    Case(R.rope_frequencies, args=(_DYNAMIC_CFG, 65536), id="rope_frequencies[dynamic]",
+         bad={"config.max_position_embeddings": _LENGTH | st.just(DELETE),
+              "config.rope_scaling.factor": reals(minimum=1.0) | st.just(DELETE),
+              "config.head_dim": st.just(2),  # r = 2: b * s^(r/(r-2)) has no meaning
+              "seq_len": ints(minimum=1, maximum=_MAXPOS, none_ok=True)}),
+    Case(R.rope_frequencies, args=(_GEMMA_V5,), kwargs=dict(layer_type="sliding_attention"),
+         id="rope_frequencies[v5 per layer]",
+         bad={"config.rope_parameters.sliding_attention.factor": st.just(2.0) | reals(),
+              "config.rope_parameters.sliding_attention.rope_theta": reals(above=1.0, none_ok=True),
+              "config.rope_parameters.sliding_attention.rope_type": choices(_TYPES, none_ok=True),
+              "layer_type": texts(none_ok=True) | st.just("chunked_attention")}),
+    Case(R.rope_parameters, args=(_YARN_CFG,), bad=_ROPE_CFG),
+    Case(R.rotary_dim, args=({k: v for k, v in _HEAD.items() if k != "head_dim"},),
+         bad={"config": _NOT_A_DICT,
+              "config.hidden_size": ints(minimum=1) | st.just(100),
+              "config.num_attention_heads": ints(minimum=1) | st.just(3),
+              "config.qk_rope_head_dim": ints(minimum=1, maximum=R._MAX_HEAD_DIM, none_ok=True) | st.just(63),
+              "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True),
+              "layer_type": texts(none_ok=True)}),
+    Case(R.apply_rope, args=(_X, np.arange(5), _INV), kwargs=dict(style="gptj", attention_factor=1.2),
+         bad=dict(x=arrays_with(_X, kind="real", ranks=(2, 3, 4)),
+                  positions=arrays_with(np.arange(5.0), kind="real", ranks=(1, 2))
+                  | st.sampled_from([np.zeros((2, 5)), np.zeros((3, 1, 5)), [0, 1]]),
+                  inv_freq=_TABLE_FREQS | st.just(naive_theta(1e4, 64)),
+                  style=choices(["neox", "gptj"]), attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+    Case(R.neox_to_gptj_order, args=(16, 24),
+         bad=dict(r=ints(minimum=2, maximum=R._MAX_HEAD_DIM) | st.just(15),
+                  d=ints(minimum=16, maximum=R._MAX_HEAD_DIM, none_ok=True))),
+    Case(R.cos_sin_table, args=(_INV, 16, 1.2),
+         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS),
+                  attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+    Case(R.rope_cos_sin, args=(_YARN_CFG, 16),
+         bad={"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_ok=True),
+              "config.rope_scaling.facter": st.just(2.0),
+              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+              "n_positions": ints(minimum=1, maximum=_MAXPOS), "layer_type": texts(none_ok=True)}),
+    Case(R.wavelengths, args=(_INV,), bad=dict(inv_freq=_FREQS)),
+    Case(R.turns_within, args=(_INV, 4096),
+         bad=dict(inv_freq=_FREQS, n_positions=ints(minimum=0, maximum=_MAXPOS))),
+    Case(R.largest_trained_angle, args=(_INV, 4096),
+         bad=dict(inv_freq=_FREQS, n_train=ints(minimum=1, maximum=_MAXPOS))),
+    Case(R.angle_at, args=(_INV, 16383), bad=dict(inv_freq=_FREQS, position=reals(minimum=0.0))),
+    Case(R.pairs_never_turning, args=(_INV, 4096),
+         bad=dict(inv_freq=_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS))),
+    Case(R.outside_trained_arc, args=(_INV, 16383, 4096),
+         bad=dict(inv_freq=_FREQS, position=reals(minimum=0.0), n_train=ints(minimum=1, maximum=_MAXPOS))),
+    Case(R.trained_arc_overshoot, args=(_INV / 4, 16383, 4096), kwargs=dict(trained_inv_freq=_INV),
+         bad=dict(inv_freq=_FREQS, position=reals(minimum=0.0), n_train=ints(minimum=1, maximum=_MAXPOS),
+                  trained_inv_freq=arrays_with(_INV, kind="real", ranks=(1,), none_ok=True)
+                  | st.sampled_from([_INV[:3], [0.0] * 8]))),
+    Case(R.ntk_base, args=(10_000.0, 4.0, 128),
+         bad=dict(b=reals(above=1.0) | st.just(1e308), s=reals(minimum=1.0) | st.just(1e300),
+                  r=ints(minimum=4, maximum=R._MAX_HEAD_DIM) | st.just(127)),
+         names=dict(b="rope_theta", s="factor", r="rotary_dim")),
+    Case(R.yarn_correction_dim, args=(32, 128, 10_000.0, 4096),
+         bad=dict(n_rotations=reals(above=0.0) | st.sampled_from([1e308, 5e-324]),
+                  r=ints(minimum=2, maximum=R._MAX_HEAD_DIM) | st.just(127), b=reals(above=1.0),
+                  L0=_LENGTH),
+         names=dict(r="rotary_dim", b="rope_theta", L0="original_max_position_embeddings")),
+    Case(R.yarn_correction_range, args=(32, 1, 128, 10_000.0, 4096), kwargs=dict(truncate=True),
+         bad=dict(beta_fast=reals(above=0.0) | st.sampled_from([0.5, 1e308]),
+                  beta_slow=reals(above=0.0) | st.sampled_from([64.0, 1000.0]),
+                  r=ints(minimum=2, maximum=R._MAX_HEAD_DIM) | st.just(127), b=reals(above=1.0),
+                  L0=_LENGTH | st.sampled_from([2, 5]), truncate=flags()),
+         names=dict(r="rotary_dim", b="rope_theta", L0="original_max_position_embeddings")),
+    Case(R.yarn_ramp, args=(20, 46, 64),
+         bad=dict(low=reals() | st.just(50.0), high=reals() | st.just(10.0),
+                  n_pairs=ints(minimum=1, maximum=R._MAX_HEAD_DIM))),
+    Case(R.yarn_mscale, args=(8.0, 0.707), bad=dict(s=reals(above=0.0), mscale=reals()),
+         names=dict(s="factor")),
+    Case(R.llama3_regimes, args=(_LLAMA3_CFG,),
+         bad={"config": _NOT_A_DICT, "config.rope_scaling.factor": reals(minimum=1.0),
+              "config.rope_scaling.low_freq_factor": reals(above=0.0) | st.just(8.0),
+              "config.rope_scaling.high_freq_factor": reals(above=0.0),
+              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
+              "config.rope_scaling.rope_type": choices(_TYPES, none_ok=True),
+              "config.rope_scaling.facter": st.just(8.0),
+              "config.rope_theta": reals(above=1.0, none_ok=True)}),
+    Case(R.float32_angle_table, args=(_INV, 16, 1.2),
+         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS),
+                  attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+    Case(R.derived_max_model_len, args=(_YARN_CFG,),
+         bad={"config": _NOT_A_DICT,
+              "config.max_position_embeddings": _LENGTH | st.just(DELETE),
+              "config.model_max_length": ints(minimum=1, maximum=_MAXPOS, none_ok=True),
+              "config.rope_scaling": _NOT_A_ROPE_DICT,
+              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True) | st.sampled_from([-0.5, 0]),
+              "config.rope_scaling.original_max_position_embeddings": _LENGTH,
+              "config.rope_scaling.rope_type": choices(_TYPES, none_ok=True),
+              "config.rope_scaling.facter": st.just(4.0)}),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
