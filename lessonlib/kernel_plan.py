@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _validate as check
 from ._validate import int_at_least
 
 __all__ = ["TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "Stretch", "STRETCH_NAMES",
@@ -45,6 +46,8 @@ def kernel_source(function, first, last):
     """Lines of ``function`` in lessonlib/triton_attention.py, from the first line containing
     ``first`` to the next line containing ``last`` (both kept), read from the file without
     importing triton. A name or marker that is not there is a ValueError naming it."""
+    function, first, last = (check.text(name, value) for name, value in
+                             (("function", function), ("first", first), ("last", last)))
     text = _KERNEL_FILE.read_text()
     defs = {n.name: n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
     if function not in defs:
@@ -60,7 +63,8 @@ def kernel_source(function, first, last):
     return "\n".join(lines[i:j + 1])
 
 
-def _check(nq, nk, window, sink_tokens, block_m, block_n):
+def _check(nq, nk, causal, window, sink_tokens, block_m, block_n):
+    check.flag("causal", causal)
     nq, nk = int_at_least("nq", nq, 1), int_at_least("nk", nk, 1)
     if nq > nk:
         raise ValueError(f"nq must be <= nk (the queries are the last nq keys), got {nq} > {nk}")
@@ -77,8 +81,9 @@ def kernel_key_stretches(pid_m, nq, nk, *, causal=False, window=None, sink_token
     ``for start in range(start, end, block_n)``, so a stretch covers key blocks
     ``start // block_n`` up to ``ceil(end / block_n) - 1`` (none when start >= end).
     """
-    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, window, sink_tokens,
+    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, causal, window, sink_tokens,
                                                            block_m, block_n)
+    pid_m = check.integer("pid_m", pid_m)
     if not 0 <= pid_m < -(-nq // block_m):
         raise ValueError(f"pid_m must be 0..{-(-nq // block_m) - 1} (cdiv(nq, block_m) "
                          f"programs per head), got {pid_m!r}")
@@ -105,16 +110,22 @@ def kernel_key_stretches(pid_m, nq, nk, *, causal=False, window=None, sink_token
 
 
 def stretch_blocks(stretch, block_n):
-    """Key-block indices one stretch visits."""
-    return range(stretch.start // block_n, -(-stretch.end // block_n)) \
-        if stretch.end > stretch.start else range(0)
+    """Key-block indices one stretch visits (``stretch`` from ``kernel_key_stretches``)."""
+    if not isinstance(stretch, tuple) or not hasattr(stretch, "start") \
+            or not hasattr(stretch, "end"):
+        raise ValueError(f"stretch must be a Stretch(name, start, end, masked) from "
+                         f"kernel_key_stretches, got {check.describe(stretch)}")
+    start = check.integer("stretch.start", stretch.start, minimum=0)
+    end = check.integer("stretch.end", stretch.end, minimum=0)
+    block_n = int_at_least("block_n", block_n, 1)
+    return range(start // block_n, -(-end // block_n)) if end > start else range(0)
 
 
 def kernel_tile_plan(nq, nk, *, causal=False, window=None, sink_tokens=0, block_m=64,
                      block_n=64):
     """int8 (cdiv(nq, block_m), cdiv(nk, block_n)): TILE_SKIPPED, TILE_MASKED or TILE_FULL per
     tile, from ``kernel_key_stretches``: what ``kernel_tile_map`` records, without running."""
-    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, window, sink_tokens,
+    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, causal, window, sink_tokens,
                                                            block_m, block_n)
     codes = np.full((-(-nq // block_m), -(-nk // block_n)), TILE_SKIPPED, dtype=np.int8)
     for pid_m in range(codes.shape[0]):
@@ -126,17 +137,17 @@ def kernel_tile_plan(nq, nk, *, causal=False, window=None, sink_tokens=0, block_
     return codes
 
 
-def kernel_tile_counts(nq, nk, **options):
+def kernel_tile_counts(nq, nk, *, causal=False, window=None, sink_tokens=0, block_m=64,
+                       block_n=64):
     """(masked, full): how many tiles of one head the kernel computes with and without the
     mask. The same counts as ``kernel_tile_plan``, without building the map."""
-    nq, nk, window, sink_tokens, block_m, block_n = _check(
-        nq, nk, options.get("window"), options.get("sink_tokens", 0),
-        options.get("block_m", 64), options.get("block_n", 64))
+    nq, nk, window, sink_tokens, block_m, block_n = _check(nq, nk, causal, window, sink_tokens,
+                                                           block_m, block_n)
     masked = full = 0
     for pid_m in range(-(-nq // block_m)):
-        for st in kernel_key_stretches(pid_m, nq, nk, causal=options.get("causal", False),
-                                       window=window, sink_tokens=sink_tokens,
-                                       block_m=block_m, block_n=block_n):
+        for st in kernel_key_stretches(pid_m, nq, nk, causal=causal, window=window,
+                                       sink_tokens=sink_tokens, block_m=block_m,
+                                       block_n=block_n):
             count = len(stretch_blocks(st, block_n))
             masked, full = (masked + count, full) if st.masked else (masked, full + count)
     return masked, full

@@ -4,7 +4,8 @@ Examples 5-8, 10 and 16 of the lesson, and the hybrid-KV-cache part of the vLLM/
 Everything is read from a model's ``config.json`` dict (``lessonlib.configs.load_config``):
 
     num_hidden_layers            L, the layer count
-    num_key_value_heads          h_kv (falls back to num_attention_heads, as in HuggingFace)
+    num_key_value_heads          h_kv (falls back to num_attention_heads, as in HuggingFace);
+                                 it must divide num_attention_heads (GQA groups)
     head_dim                     d_h (else hidden_size / num_attention_heads)
     kv_lora_rank, qk_rope_head_dim    MLA (DeepSeek): one latent c plus the decoupled RoPE key
     layer_types / sliding_window_pattern / max_window_layers / sliding_window /
@@ -24,6 +25,7 @@ from typing import Mapping
 
 import numpy as np
 
+from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
 from .traffic import GIB, MIB, score_slice_bytes
@@ -45,27 +47,38 @@ LLAMACPP_SWA_PAD = 256  # llama-kv-cache-iswa.cpp pads the SWA cache to a multip
 def _text_config(config):
     """The language-model part: multimodal configs nest it under ``text_config``."""
     if not isinstance(config, Mapping):
-        raise ValueError(f"config must be a dict (a config.json), got {type(config).__name__}")
+        raise ValueError(f"config must be a dict (a config.json), got {check.describe(config)}")
     if "num_hidden_layers" not in config and isinstance(config.get("text_config"), Mapping):
         return config["text_config"]
     return config
 
 
 def _int_key(config, key, *, minimum=1):
+    """``config[key]`` as an int >= minimum; missing or null is an error naming the key."""
     if key not in config or config[key] is None:
         raise ValueError(f"config is missing {key!r}")
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"config {key!r} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return check.integer(key, config[key], minimum=minimum)
 
 
 def _kv_heads(cfg):
-    if cfg.get("num_key_value_heads") is not None:
-        return _int_key(cfg, "num_key_value_heads")
-    if cfg.get("num_attention_heads") is not None:  # HuggingFace: None means MHA
-        return _int_key(cfg, "num_attention_heads")
-    raise ValueError("config is missing 'num_key_value_heads' (and 'num_attention_heads')")
+    """h_kv, checked against h_q where the config gives both. GQA lets each KV head serve a
+    group of h_q / h_kv query heads, so h_kv must divide h_q (and be at most h_q): HuggingFace's
+    ``repeat_kv`` copies each KV head ``num_attention_heads // num_key_value_heads`` times, and
+    vLLM's ``Attention`` asserts ``num_heads % num_kv_heads == 0``."""
+    h_q = None if cfg.get("num_attention_heads") is None else _int_key(cfg, "num_attention_heads")
+    if cfg.get("num_key_value_heads") is None:
+        if h_q is None:
+            raise ValueError("config is missing 'num_key_value_heads' (and 'num_attention_heads')")
+        return h_q  # HuggingFace: None means MHA
+    h_kv = _int_key(cfg, "num_key_value_heads")
+    if h_q is not None and h_kv > h_q:
+        raise ValueError(f"num_key_value_heads must be <= num_attention_heads={h_q} (each KV head "
+                         f"serves a group of query heads), got {h_kv}")
+    if h_q is not None and h_q % h_kv:
+        raise ValueError(f"num_key_value_heads must divide num_attention_heads={h_q} (GQA: each KV "
+                         f"head serves num_attention_heads // num_key_value_heads query heads), "
+                         f"got {h_kv}")
+    return h_kv
 
 
 def _head_dim(cfg):
@@ -111,64 +124,92 @@ def kv_bytes_per_token(config, dtype_bytes=2):
 def swa_pattern(n, n_layers):
     """llama.cpp's ``set_swa_pattern(n)``: layer ``il`` is local (sliding) when ``il % n < n - 1``.
 
-    Returns a bool array, True for local layers. ``n = 6`` gives LLLLLG LLLLLG ...
+    Returns a bool array, True for local layers. ``n = 6`` gives LLLLLG LLLLLG ...; ``n = 1``
+    gives no local layer. The edge cases are llama.cpp's (src/llama-hparams.cpp, whose header
+    says "if n_pattern == 0, all layers are SWA"): ``n = 0`` makes every layer local, and so
+    does any ``n > n_layers``, since ``il % n = il < n - 1`` for every layer (HuggingFace's
+    ``(i + 1) % n != 0`` rule for ``sliding_window_pattern`` gives the same).
     """
-    n, n_layers = positive_int("n", n), positive_int("n_layers", n_layers)
+    n, n_layers = non_negative_int("n", n), positive_int("n_layers", n_layers)
     il = np.arange(n_layers)
+    if n == 0:
+        return np.ones(n_layers, dtype=bool)
     return il % n < n - 1
 
 
+_LAYER_TYPES = ("sliding_attention", "full_attention")  # the two layer_types entries read here
+
+
 def _window(cfg):
-    if "sliding_window" not in cfg or cfg["sliding_window"] is None:
-        raise ValueError("config has sliding-window layers but no 'sliding_window' size")
+    """``sliding_window`` W, checked wherever the config gives it (None when null or absent)."""
+    if cfg.get("sliding_window") is None:
+        return None
     return _int_key(cfg, "sliding_window")
+
+
+def _use_sliding_window(cfg):
+    """Qwen2's switch: true, false or absent. HuggingFace's strict Qwen2Config refuses anything
+    else ("false", 0 or null): ``if`` would read "false" as true, and 0 as a silent false."""
+    if "use_sliding_window" not in cfg:
+        return None
+    return check.flag("use_sliding_window", cfg["use_sliding_window"])
+
+
+def _from_layer_types(types, n_layers):
+    if not isinstance(types, (list, tuple)):
+        raise ValueError(f"config 'layer_types' must be a list of num_hidden_layers={n_layers} "
+                         f"entries, got {check.describe(types)}")
+    if len(types) != n_layers:
+        raise ValueError(f"config 'layer_types' must list num_hidden_layers={n_layers} "
+                         f"entries, got {len(types)}")
+    unknown = [t for t in types if not isinstance(t, str) or t not in _LAYER_TYPES]
+    if unknown:
+        raise ValueError(f"config 'layer_types' has unsupported entries {unknown[:3]!r}; "
+                         "expected 'sliding_attention' or 'full_attention'")
+    return [t == "sliding_attention" for t in types]
+
+
+def _local_layers(cfg, n_layers, use_sliding_window):
+    """True per sliding layer by the first rule the config gives, or None when it gives none."""
+    if cfg.get("layer_types") is not None:
+        return _from_layer_types(cfg["layer_types"], n_layers)
+    if cfg.get("sliding_window_pattern") is not None:
+        # >= 1: HuggingFace's configs divide by it ((i + 1) % n; 0 is a ZeroDivisionError)
+        return swa_pattern(_int_key(cfg, "sliding_window_pattern"), n_layers).tolist()
+    if use_sliding_window and cfg.get("max_window_layers") is not None:
+        m = _int_key(cfg, "max_window_layers", minimum=0)
+        return [il >= m for il in range(n_layers)]  # m >= n_layers: none (HuggingFace's rule)
+    if cfg.get("sliding_window") is not None:
+        return [True] * n_layers
+    return None
 
 
 def layer_windows(config):
     """The window of every layer: a list with ``None`` for global layers and ``W`` for local ones.
 
     Read in this order (the first that applies wins):
-      ``use_sliding_window: false``   no windows at all (Qwen2)
+      ``use_sliding_window: false``   no windows at all (Qwen2); it must be true, false or
+                                      absent ("false" or 0 is an error, as in HuggingFace)
       ``layer_types``                 "sliding_attention" / "full_attention" per layer (Gemma 3,
                                       gpt-oss); must list exactly ``num_hidden_layers`` entries
-      ``sliding_window_pattern`` n    llama.cpp's rule, local when ``il % n < n - 1``
-      ``max_window_layers`` m         with ``use_sliding_window: true``: layers ``il >= m`` (Qwen2)
+      ``sliding_window_pattern`` n    llama.cpp's rule, local when ``il % n < n - 1`` (n >= 1;
+                                      n > num_hidden_layers makes every layer local)
+      ``max_window_layers`` m         with ``use_sliding_window: true``: layers ``il >= m`` (Qwen2;
+                                      m >= num_hidden_layers leaves none)
       ``sliding_window`` W            every layer windowed (Mistral-7B-v0.1); null: none
+    ``sliding_window``, when given, must be an integer >= 1 whether or not a layer uses it.
     """
     cfg = _text_config(config)
     n_layers = _int_key(cfg, "num_hidden_layers")
-    if cfg.get("use_sliding_window") is False:
-        return [None] * n_layers
-    types = cfg.get("layer_types")
-    if types is not None:
-        if not isinstance(types, (list, tuple)) or len(types) != n_layers:
-            got = len(types) if isinstance(types, (list, tuple)) else type(types).__name__
-            raise ValueError(f"config 'layer_types' must list num_hidden_layers={n_layers} "
-                             f"entries, got {got}")
-        unknown = sorted(set(types) - {"sliding_attention", "full_attention"})
-        if unknown:
-            raise ValueError(f"config 'layer_types' has unsupported entries {unknown}; "
-                             "expected 'sliding_attention' or 'full_attention'")
-        local = [t == "sliding_attention" for t in types]
-    elif cfg.get("sliding_window_pattern") is not None:
-        n = _int_key(cfg, "sliding_window_pattern")
-        if n > n_layers:
-            raise ValueError(f"config 'sliding_window_pattern' {n} is longer than "
-                             f"num_hidden_layers={n_layers}")
-        local = swa_pattern(n, n_layers).tolist()
-    elif cfg.get("use_sliding_window") is True and cfg.get("max_window_layers") is not None:
-        m = _int_key(cfg, "max_window_layers", minimum=0)
-        if m > n_layers:
-            raise ValueError(f"config 'max_window_layers' {m} is larger than "
-                             f"num_hidden_layers={n_layers}")
-        local = [il >= m for il in range(n_layers)]
-    elif cfg.get("sliding_window") is not None:
-        local = [True] * n_layers
-    else:
-        return [None] * n_layers
-    if not any(local):
-        return [None] * n_layers
+    use_sliding_window = _use_sliding_window(cfg)
     W = _window(cfg)
+    if use_sliding_window is False:
+        return [None] * n_layers
+    local = _local_layers(cfg, n_layers, use_sliding_window)
+    if local is None or not any(local):
+        return [None] * n_layers
+    if W is None:
+        raise ValueError("config has sliding-window layers but no 'sliding_window' size")
     return [W if is_local else None for is_local in local]
 
 
@@ -322,13 +363,13 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
 
     Returns a ``KVCacheSize`` (``total_bytes`` and ``global_layers`` / ``sliding_layers``).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
+    engine = check.choice("engine", engine, ENGINES)
+    swa_full = check.flag("swa_full", swa_full)
     n_ctx = positive_int("n_ctx", n_ctx)
     n_seq, n_ubatch = positive_int("n_seq", n_seq), positive_int("n_ubatch", n_ubatch)
     block_size = positive_int("block_size", block_size)
-    non_negative_int("extra_retained_tokens", extra_retained_tokens)
-    non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    extra_retained_tokens = non_negative_int("extra_retained_tokens", extra_retained_tokens)
+    max_in_flight_tokens = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
     per_cell = kv_bytes_per_token_per_layer(config, dtype_bytes)
     windows = layer_windows(config)
     rule = ENGINES[engine]
@@ -383,45 +424,63 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
     74.19 / 296.75 MiB at -ub 128 / 512.
     """
     cfg = _text_config(config)
+    flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, n_ubatch = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
     heads, vocab = _int_key(cfg, "num_attention_heads"), _int_key(cfg, "vocab_size")
     scores = 0 if flash_attn else score_slice_bytes(n_ubatch, n_ctx, heads=heads, bytes_per_score=4)
     mask = 0 if flash_attn else n_ubatch * n_ctx * 4
-    return ComputeBuffer(n_ctx, n_ubatch, bool(flash_attn), scores, mask, n_ubatch * vocab * 4)
+    return ComputeBuffer(n_ctx, n_ubatch, flash_attn, scores, mask, n_ubatch * vocab * 4)
 
 
 # --------------------------------------------------------------------------- GQA and MLA
 
+def _gqa_heads(hq, hkv):
+    hq, hkv = positive_int("hq", hq), positive_int("hkv", hkv)
+    if hq % hkv:  # also hkv > hq
+        raise ValueError(f"hkv must divide hq (each KV head serves hq // hkv query heads), "
+                         f"got hq={hq}, hkv={hkv}")
+    return hq, hkv
+
+
 def gqa_kv_head(h, hq, hkv):
     """The KV head that query head ``h`` reads: ``h // (hq // hkv)`` (ggml: ik2 = iq2 / rk2)."""
-    hq, hkv = positive_int("hq", hq), positive_int("hkv", hkv)
-    if hq % hkv:
-        raise ValueError(f"hq={hq} must be a multiple of hkv={hkv}")
-    h = non_negative_int("h", h)  # an index: 1.5 or True is an error, not KV head 0.0
-    if h >= hq:
-        raise ValueError(f"h must be in [0, {hq}), got {h}")
+    hq, hkv = _gqa_heads(hq, hkv)
+    h = check.integer("h", h, minimum=0, maximum=hq - 1)  # 1.5 or True: not KV head 0.0
     return h // (hq // hkv)
 
 
 def gqa_head_map(hq, hkv):
     """Every query head's KV head, as an int array of length ``hq`` (Example 6)."""
-    return np.array([gqa_kv_head(h, hq, hkv) for h in range(positive_int("hq", hq))])
+    hq, hkv = _gqa_heads(hq, hkv)
+    return np.arange(hq) // (hq // hkv)
+
+
+def _mla_query(q, W_UK):
+    """q (heads, head_dim) and W_UK (heads, head_dim, latent), of matching shapes."""
+    W_UK = check.array("W_UK", W_UK, kind="real", ndim=3)
+    q = check.array("q", q, kind="real", ndim=2)
+    if 0 in W_UK.shape:
+        raise ValueError(f"W_UK must be (heads, head_dim, latent) with no empty dimension, "
+                         f"got shape {W_UK.shape}")
+    if q.shape != W_UK.shape[:2]:
+        raise ValueError(f"q must be (heads, head_dim) = W_UK.shape[:2] = {W_UK.shape[:2]}, "
+                         f"got q {q.shape} with W_UK {W_UK.shape}")
+    return q, W_UK
 
 
 def _mla_shapes(q, W_UK, c):
-    q, W_UK, c = np.asarray(q), np.asarray(W_UK), np.asarray(c)
-    if W_UK.ndim != 3:
-        raise ValueError(f"W_UK must be (heads, head_dim, latent), got shape {W_UK.shape}")
-    if q.shape != W_UK.shape[:2]:
-        raise ValueError(f"q must be (heads, head_dim) = {W_UK.shape[:2]}, got {q.shape}")
-    if c.shape[-1] != W_UK.shape[2]:
-        raise ValueError(f"c's last dim must be the latent size {W_UK.shape[2]}, got {c.shape}")
-    return q, W_UK, c
+    """q, W_UK as ``_mla_query``, and c (n_tokens, latent) or (latent,) as a 2-D array."""
+    q, W_UK = _mla_query(q, W_UK)
+    c = check.array("c", c, kind="real", ndim=(1, 2))
+    if c.shape[-1] != W_UK.shape[2] or c.size == 0:
+        raise ValueError(f"c must be (n_tokens, latent) with latent = W_UK.shape[2] = "
+                         f"{W_UK.shape[2]}, got c {c.shape}")
+    return q, W_UK, np.atleast_2d(c)
 
 
 def mla_absorb_query(q, W_UK):
     """``W_UK^T q`` per head: (heads, head_dim) x (heads, head_dim, latent) -> (heads, latent)."""
-    q, W_UK, _ = _mla_shapes(q, W_UK, np.zeros(np.shape(W_UK)[-1]))
+    q, W_UK = _mla_query(q, W_UK)
     return np.einsum("hdr,hd->hr", W_UK, q)
 
 
@@ -431,11 +490,11 @@ def mla_scores_direct(q, W_UK, c):
     q (heads, head_dim), W_UK (heads, head_dim, latent), c (n_tokens, latent) -> (heads, n_tokens).
     """
     q, W_UK, c = _mla_shapes(q, W_UK, c)
-    k = np.einsum("hdr,tr->htd", W_UK, np.atleast_2d(c))  # (heads, n_tokens, head_dim)
+    k = np.einsum("hdr,tr->htd", W_UK, c)  # (heads, n_tokens, head_dim)
     return np.einsum("htd,hd->ht", k, q)
 
 
 def mla_scores_absorbed(q, W_UK, c):
     """Score the cached latents directly: ``(W_UK_h^T q_h) . c_t`` -> (heads, n_tokens)."""
     q, W_UK, c = _mla_shapes(q, W_UK, c)
-    return mla_absorb_query(q, W_UK) @ np.atleast_2d(c).T
+    return mla_absorb_query(q, W_UK) @ c.T

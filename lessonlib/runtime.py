@@ -17,6 +17,7 @@ Nothing here prints: ``describe()`` returns the profile as text (``make profile`
 ``lessonlib.requires`` turns ``missing_reason`` into the notebooks' ``%%requires`` cell magic.
 """
 import importlib.util
+import os
 import platform
 import sys
 from pathlib import Path
@@ -38,10 +39,35 @@ _NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows"}
 _LEFT_OUT_FILE = "lessonlib-without.txt"
 
 
+# This module stays stdlib-only (scripts/check_pins.py imports it with no environment), so it
+# cannot import lessonlib._validate (numpy); these two give the same messages as its checks.
+
+def _describe(value):
+    shown = repr(value)
+    return f"{shown[:57] + '...' if len(shown) > 60 else shown} (a {type(value).__name__})"
+
+
+def _package(package):
+    """``package`` when it is one of OPTIONAL ("torch" or "triton", spelled exactly), as
+    ``_validate.choice`` checks it."""
+    if not (type(package) is str and package in OPTIONAL):
+        listed = ", ".join(repr(p) for p in OPTIONAL)
+        raise ValueError(f"package must be one of {listed}; got {_describe(package)}")
+    return package
+
+
+def _text(name, value):
+    """``value`` when it is a str, as ``_validate.text`` checks it."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {_describe(value)}")
+    return value
+
+
 def platform_key(sys_platform=None, machine=None):
-    """(sys.platform, machine) of this machine, or of the one given, as PLATFORMS keys it."""
-    sys_platform = sys.platform if sys_platform is None else sys_platform
-    machine = platform.machine() if machine is None else machine
+    """(sys.platform, machine) of this machine, or of the one given, as PLATFORMS keys it.
+    A platform that is not in PLATFORMS is a valid key: it gets no optional package."""
+    sys_platform = sys.platform if sys_platform is None else _text("sys_platform", sys_platform)
+    machine = platform.machine() if machine is None else _text("machine", machine)
     if sys_platform == "linux" and machine == "arm64":
         machine = "aarch64"  # some Linux distributions say arm64
     return sys_platform, machine
@@ -49,13 +75,16 @@ def platform_key(sys_platform=None, machine=None):
 
 def pinned_for(package, sys_platform=None, machine=None):
     """True when requirements.txt installs ``package`` (torch or triton) on that platform."""
-    if package not in OPTIONAL:
-        raise ValueError(f"package must be one of {OPTIONAL}, got {package!r}")
+    package = _package(package)
     return package in PLATFORMS.get(platform_key(sys_platform, machine), ())
 
 
 def left_out(prefix=None):
-    """The optional packages this environment was built without on purpose (WITHOUT_TORCH=1)."""
+    """The optional packages this environment was built without on purpose (WITHOUT_TORCH=1).
+    ``prefix``: the environment's directory (a str or path; default ``sys.prefix``)."""
+    if prefix is not None and not isinstance(prefix, (str, os.PathLike)):
+        raise ValueError(f"prefix must be a directory path (a str or os.PathLike), "
+                         f"got {_describe(prefix)}")
     path = Path(sys.prefix if prefix is None else prefix) / _LEFT_OUT_FILE
     if not path.exists():
         return ()
@@ -68,8 +97,7 @@ def left_out(prefix=None):
 
 def installed(package):
     """True when ``package`` can be imported here (without importing it)."""
-    if package not in OPTIONAL:
-        raise ValueError(f"package must be one of {OPTIONAL}, got {package!r}")
+    package = _package(package)
     try:
         return importlib.util.find_spec(package) is not None
     except ValueError:  # a module object in sys.modules without a spec, e.g. hidden by a test
@@ -80,6 +108,7 @@ def missing_cause(package):
     """Why ``package`` is absent here, as a clause; the three cases: this platform gets no
     wheels or this environment left it out (both by design), or it is pinned and still missing
     (a broken install)."""
+    package = _package(package)
     key = platform_key()
     where = f"{_NAMES.get(key[0], key[0])} on {key[1]}"
     if package in left_out():
@@ -93,6 +122,7 @@ def missing_cause(package):
 
 def missing_reason(package):
     """None when ``package`` is installed; otherwise one sentence on why not and what to do."""
+    package = _package(package)
     if installed(package):
         return None
     cause = missing_cause(package)
@@ -107,6 +137,7 @@ def missing_reason(package):
 
 def expected_missing(package):
     """True when ``package`` is absent by design here (no wheels, or left out on purpose)."""
+    package = _package(package)
     return not installed(package) and (package in left_out() or not pinned_for(package))
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _validate as check
+
 __all__ = [
     "SoftmaxStep", "AttentionStep", "two_pass_softmax", "online_softmax", "online_softmax_trace",
     "online_attention_row", "online_attention_trace",
@@ -43,21 +45,30 @@ class AttentionStep:
 
 
 def _as_scores(x, name):
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 1 or x.size == 0:
+    """``x`` as float64 scores: 1-D, non-empty, real; -inf (a masked key) allowed, NaN and +inf
+    not (they have no softmax), each reported with its first index."""
+    x = check.array(name, x, kind="real", ndim=1, finite=False)
+    if x.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of scores, got shape {x.shape}")
-    if np.isnan(x).any() or np.isposinf(x).any():
-        raise ValueError(f"{name} must not contain NaN or +inf")
+    x = x.astype(np.float64)
+    for bad, what in ((np.isnan(x), "NaN"), (np.isposinf(x), "+inf")):
+        if bad.any():
+            raise ValueError(f"{name} must not contain NaN or +inf: it holds {what} at index "
+                             f"{int(np.flatnonzero(bad)[0])} (-inf, a masked key, is allowed)")
     return x
 
 
+def _as_values(values, n):
+    """``values`` as a float64 (n, dv) array of finite numbers."""
+    values = check.array("values", values, kind="real", ndim=2)
+    if values.shape[0] != n or values.shape[1] == 0:
+        raise ValueError(f"values must have shape (len(scores), dv) = ({n}, dv) with dv >= 1, "
+                         f"got {values.shape}")
+    return values.astype(np.float64)
+
+
 def _check_sink(sink_logit):
-    if sink_logit is None:
-        return None
-    sink = float(sink_logit)
-    if not np.isfinite(sink):
-        raise ValueError(f"sink_logit must be finite, got {sink_logit}")
-    return sink
+    return None if sink_logit is None else check.real("sink_logit", sink_logit)
 
 
 def _rescale(m_old, m_new):
@@ -114,31 +125,32 @@ def online_attention_trace(scores, values, sink_logit=None):
     ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / s of the last step.
     """
     scores = _as_scores(scores, "scores")
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2 or values.shape[0] != scores.shape[0]:
-        raise ValueError(f"values must have shape (len(scores), dv) = ({scores.shape[0]}, dv), "
-                         f"got {values.shape}")
+    values = _as_values(values, scores.shape[0])
     sink = _check_sink(sink_logit)
     m, s = -np.inf, 0.0
     acc = np.zeros(values.shape[1])  # (dv,) weighted sum of values, relative to m
     trace = []
-    for j, (x, v) in enumerate(zip(scores, values)):
-        m_new = max(m, x)
-        if m_new > -np.inf:  # a key hidden by -inf adds nothing (and must not form -inf - -inf)
-            alpha, w = _rescale(m, m_new), float(np.exp(x - m_new))
-            acc = acc * alpha + w * v
-            s = s * alpha + w
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: named below
+        for j, (x, v) in enumerate(zip(scores, values)):
+            m_new = max(m, x)
+            if m_new > -np.inf:  # a key hidden by -inf adds nothing (no -inf - -inf)
+                alpha, w = _rescale(m, m_new), float(np.exp(x - m_new))
+                acc = acc * alpha + w * v
+                s = s * alpha + w
+                m = m_new
+            trace.append(AttentionStep(j, float(x), float(m), float(s), tuple(acc)))
+        if sink is not None:  # one more score in the denominator, no value vector
+            m_new = max(m, sink)
+            alpha = _rescale(m, m_new)
+            acc = acc * alpha
+            s = s * alpha + float(np.exp(sink - m_new))
             m = m_new
-        trace.append(AttentionStep(j, float(x), float(m), float(s), tuple(acc)))
-    if sink is not None:  # one more score in the denominator, no value vector
-        m_new = max(m, sink)
-        alpha = _rescale(m, m_new)
-        acc = acc * alpha
-        s = s * alpha + float(np.exp(sink - m_new))
-        m = m_new
-        trace.append(AttentionStep("sink", sink, float(m), float(s), tuple(acc)))
+            trace.append(AttentionStep("sink", sink, float(m), float(s), tuple(acc)))
     if s == 0.0:
         raise ValueError("scores: every entry is -inf and there is no sink, the row is undefined")
+    if not np.isfinite(acc).all():
+        raise ValueError("values: finite values overflowed the weighted sum acc in float64 "
+                         f"(max |v| = {np.abs(values).max():.3g}); scale the values down")
     return trace
 
 

@@ -21,10 +21,44 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
 __all__ = ["RingBuffer", "receptive_field", "reachable_distance", "StreamingCache",
            "sink_example_scores", "SinkReadout", "attention_readout", "compare_sink_caches"]
+
+
+# --------------------------------------------------------------------------- both caches
+
+def _vector(name, a, shape):
+    """``a`` as a 1-D array of finite numbers, of ``shape`` when the cache already holds some."""
+    a = check.array(name, a, kind="real", ndim=1)
+    if a.size == 0:
+        raise ValueError(f"{name} must hold at least one number, got shape {a.shape}")
+    if shape is not None and a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, like the vectors already cached, "
+                         f"got {a.shape}")
+    return a
+
+
+def _token_vectors(k, v, shapes):
+    """Checked (k, v, shapes) for one appended token. ``shapes``: None before the first append,
+    False when the cache holds positions only, else (key shape, value shape). A cache holds
+    vectors for every token or for none: a missing key would read as zeros."""
+    if k is None:
+        if v is not None:
+            raise ValueError("v was given without k: a value is cached with its key, append(k, v)")
+        if shapes:
+            raise ValueError(f"k is missing: this cache holds a key of shape {shapes[0]} for "
+                             "every token")
+        return None, None, False
+    if shapes is False:
+        raise ValueError("k: this cache was filled with positions only (append() without "
+                         "vectors), so it cannot cache keys from now on; start a new one")
+    k = _vector("k", k, None if shapes is None else shapes[0])
+    v = _vector("v (which defaults to k)" if v is None else "v", k if v is None else v,
+                None if shapes is None else shapes[1])
+    return k, v, (k.shape, v.shape)
 
 
 # --------------------------------------------------------------------------- Example 9
@@ -33,7 +67,10 @@ class RingBuffer:
     """A sliding-window KV cache of W slots: position p lives in slot ``p % W``.
 
     ``append(k, v)`` stores the next position and returns ``(slot, evicted)``, where
-    ``evicted`` is the position it overwrote (``None`` while the buffer fills).
+    ``evicted`` is the position it overwrote (``None`` while the buffer fills). ``k`` and ``v``
+    are 1-D vectors of one shape for every token (``v`` defaults to ``k``), or both left out
+    for every token (positions only). The slots take the dtype of the vectors, widened (never
+    narrowed) when a later one needs it: an int key followed by a float key makes them float.
     ``positions`` is the slot array (-1 = empty); ``entries()`` gives (positions, keys,
     values) of the filled slots, in slot order.
     """
@@ -44,17 +81,20 @@ class RingBuffer:
         self.keys = None  # (W, d_k), allocated on the first append
         self.values = None  # (W, d_v)
         self.next_position = 0  # p of the next token
+        self._shapes = None  # (d_k,), (d_v,) once known; False: positions only
 
     def append(self, k=None, v=None):
+        k, v, self._shapes = _token_vectors(k, v, self._shapes)
         p = self.next_position
         slot = p % self.W
         evicted = int(self.positions[slot]) if self.positions[slot] >= 0 else None
         self.positions[slot] = p
         if k is not None:
-            k, v = np.asarray(k), np.asarray(k if v is None else v)
             if self.keys is None:
                 self.keys = np.zeros((self.W,) + k.shape, dtype=k.dtype)
                 self.values = np.zeros((self.W,) + v.shape, dtype=v.dtype)
+            self.keys = self.keys.astype(np.result_type(self.keys, k), copy=False)
+            self.values = self.values.astype(np.result_type(self.values, v), copy=False)
             self.keys[slot], self.values[slot] = k, v
         self.next_position = p + 1
         return slot, evicted
@@ -81,12 +121,15 @@ def reachable_distance(n_layers, W, n=None):
     ``receptive_field``). ``n`` defaults to a length long enough to see the whole reach."""
     n_layers, W = positive_int("n_layers", n_layers), positive_int("W", W)
     n = n_layers * (W - 1) + 2 if n is None else positive_int("n", n)
-    p, j = np.arange(n)[:, None], np.arange(n)[None, :]
-    mask = (j <= p) & (p - j < W)  # (n, n), the causal sliding-window mask
     heard = np.zeros(n, dtype=bool)
     heard[n - 1] = True  # the last token's hidden state, read backwards
+    j = np.arange(n)
     for _ in range(n_layers):
-        heard = mask[heard].any(axis=0) | heard
+        # One application of the causal window mask (query p sees keys p - W + 1 .. p): key j
+        # is heard when a heard query p has j <= p < j + W. Counted with a running sum over
+        # the queries, so memory stays O(n) rather than the (n, n) mask.
+        seen = np.concatenate([[0], np.cumsum(heard)])  # seen[i]: heard queries below i
+        heard = (seen[np.minimum(j + W, n)] - seen[j] > 0) | heard
     return int(n - 1 - np.flatnonzero(heard).min())
 
 
@@ -108,16 +151,21 @@ class StreamingCache:
         self.n_recent = positive_int("n_recent", n_recent)
         self._positions, self._keys, self._values = [], [], []
         self.next_position = 0
+        self._shapes = None  # (d_k,), (d_v,) once known; False: positions only
 
     @property
     def capacity(self):
         return self.n_sink + self.n_recent
 
     def append(self, k=None, v=None):
-        """Add the next token; returns the evicted original position, or ``None``."""
+        """Add the next token; returns the evicted original position, or ``None``.
+
+        ``k`` and ``v`` as in ``RingBuffer.append``: 1-D vectors of one shape (copied), or
+        both left out for every token."""
+        k, v, self._shapes = _token_vectors(k, v, self._shapes)
         self._positions.append(self.next_position)
-        self._keys.append(None if k is None else np.asarray(k))
-        self._values.append(None if k is None else np.asarray(k if v is None else v))
+        self._keys.append(None if k is None else k.copy())
+        self._values.append(None if k is None else v.copy())
         self.next_position += 1
         if len(self._positions) > self.capacity:
             i = self.n_sink  # the oldest entry after the sinks
@@ -153,7 +201,8 @@ def sink_example_scores(n=20, *, sink_score=6.0, seed=3):
     scores from U(0, 2) and values from U(-1, 1), rounded to 2 decimals. Returns
     ``(scores, values)``, both (n,)."""
     n = positive_int("n", n)
-    rng = np.random.default_rng(seed)
+    sink_score = check.real("sink_score", sink_score)
+    rng = np.random.default_rng(non_negative_int("seed", seed))
     scores, values = rng.uniform(0.0, 2.0, n), np.round(rng.uniform(-1.0, 1.0, n), 2)
     scores[0], values[0] = sink_score, 0.0
     return scores, values
@@ -168,15 +217,42 @@ class SinkReadout:
     output: float
 
 
-def attention_readout(scores, values, kept, *, recent_from, name=""):
-    """Softmax over the ``kept`` positions only, as a cache that holds just those would compute."""
-    scores, values = np.asarray(scores, dtype=np.float64), np.asarray(values, dtype=np.float64)
-    if scores.shape != values.shape or scores.ndim != 1:
-        raise ValueError("scores and values must be 1-D of one length, "
+def _scores_and_values(scores, values):
+    scores = check.array("scores", scores, kind="real", ndim=1)
+    values = check.array("values", values, kind="real", ndim=1)
+    if scores.size == 0 or scores.shape != values.shape:
+        raise ValueError("scores and values must be 1-D of one length (at least 1), "
                          f"got {scores.shape} and {values.shape}")
-    kept = np.asarray(kept, dtype=np.int64)
+    return scores.astype(np.float64), values.astype(np.float64)
+
+
+def _kept_positions(kept, n):
+    """``kept`` as distinct int positions 0..n-1 (a cache holds each position once)."""
+    if isinstance(kept, (list, tuple)) and len(kept) == 0:
+        raise ValueError("kept must name at least one position")
+    kept = check.array("kept", kept, kind="int", ndim=1)
     if kept.size == 0:
         raise ValueError("kept must name at least one position")
+    outside = kept[(kept < 0) | (kept >= n)]
+    if outside.size:
+        raise ValueError(f"kept must hold positions 0..{n - 1} of the {n} scores, "
+                         f"got {int(outside[0])}")
+    unique, counts = np.unique(kept, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"kept names position {int(unique[counts > 1][0])} more than once: "
+                         "a cache holds each position once")
+    return kept.astype(np.int64)
+
+
+def attention_readout(scores, values, kept, *, recent_from, name=""):
+    """Softmax over the ``kept`` positions only, as a cache that holds just those would compute.
+
+    scores, values (n,) finite; kept: distinct positions 0..n-1; recent_from: the first
+    position counted as recent (0..n-1)."""
+    scores, values = _scores_and_values(scores, values)
+    kept = _kept_positions(kept, scores.size)
+    recent_from = check.integer("recent_from", recent_from, minimum=0, maximum=scores.size - 1)
+    name = check.text("name", name)
     s = scores[kept]
     p = np.exp(s - s.max())
     p /= p.sum()
@@ -186,7 +262,8 @@ def attention_readout(scores, values, kept, *, recent_from, name=""):
 def compare_sink_caches(scores, values, *, n_sink=4, n_recent=8):
     """Example 11's three caches for the last query: all keys, the last ``n_recent`` only,
     and ``n_sink`` sinks plus the last ``n_recent``. Returns three ``SinkReadout`` rows."""
-    n = len(scores)
+    scores, values = _scores_and_values(scores, values)
+    n = scores.size
     n_sink, n_recent = non_negative_int("n_sink", n_sink), positive_int("n_recent", n_recent)
     if n_sink + n_recent > n:
         raise ValueError(f"n_sink + n_recent must be <= {n} positions, got {n_sink + n_recent}")

@@ -13,11 +13,13 @@ window skipping show up in the numbers.
 """
 from dataclasses import dataclass
 
+from . import _validate as check
 from ._validate import positive_int
 from .attention import key_blocks
 
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
-           "score_matrix_table", "score_slice_bytes", "ScoreMatrixRow", "long_context_cost", "CostRow", "GIB", "MIB"]
+           "score_matrix_table", "score_slice_bytes", "ScoreMatrixRow", "long_context_cost",
+           "CostRow", "GIB", "MIB"]
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -51,6 +53,9 @@ def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sin
     n, d = positive_int("n", n), positive_int("d", d)
     block_q = positive_int("block_q", block_q)
     block_k = block_q if block_k is None else positive_int("block_k", block_k)
+    causal = check.flag("causal", causal)
+    window = None if window is None else check.integer("window", window, minimum=1)
+    sink_tokens = check.integer("sink_tokens", sink_tokens, minimum=0)
     reads = n * d  # every query block is loaded once
     if not causal and window is None:  # no mask: every query block reads all of K and V
         return Traffic(reads + -(-n // block_q) * 2 * n * d, n * d)
@@ -62,14 +67,34 @@ def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sin
     return Traffic(reads, n * d)  # only O is written
 
 
+def _items(name, values):
+    """``values`` (a list, tuple or 1-D array) as a list; anything else is an error naming it."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise ValueError(f"{name} must be a list of values, got {check.describe(values)}")
+    try:
+        return list(values)
+    except TypeError:  # a 0-d array
+        raise ValueError(f"{name} must be a list of values, got {check.describe(values)}") from None
+
+
+def _lengths(lengths):
+    """Context lengths, each an int >= 1, a bad one named as ``lengths[i]``."""
+    return [positive_int(f"lengths[{i}]", n) for i, n in enumerate(_items("lengths", lengths))]
+
+
 def traffic_ratio_table(cases, d=128):
     """Per-head floats moved, naive vs tiled, for (n, block) cases (Example 4's bottom table).
 
     Returns dicts with n, block, naive, tiled, ratio (about 2B/d), score_buffer (n^2 floats)
     and tile (B^2 floats).
     """
+    d = positive_int("d", d)
     rows = []
-    for n, block in cases:
+    for i, case in enumerate(_items("cases", cases)):
+        if isinstance(case, (str, bytes, dict)) or not hasattr(case, "__len__") or len(case) != 2:
+            raise ValueError(f"cases[{i}] must be an (n, block) pair, got {check.describe(case)}")
+        n, block = positive_int(f"n of cases[{i}]", case[0]), \
+            positive_int(f"block of cases[{i}]", case[1])
         naive, tiled = naive_traffic(n, d).total, tiled_traffic(n, d, block).total
         rows.append(dict(n=n, block=block, naive=naive, tiled=tiled, ratio=naive / tiled,
                          score_buffer=n * n, tile=block * block))
@@ -91,8 +116,7 @@ def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
     heads, layers = positive_int("heads", heads), positive_int("layers", layers)
     bytes_per_score = positive_int("bytes_per_score", bytes_per_score)
     rows = []
-    for n in lengths:
-        n = positive_int("n", n)
+    for n in _lengths(lengths):
         layer = n * n * heads * bytes_per_score
         rows.append(ScoreMatrixRow(n, n * n, layer, 4 * layer, 4 * layer * layers))
     return rows
@@ -102,7 +126,6 @@ def score_slice_bytes(n_queries, n_keys, *, heads=32, bytes_per_score=4):
     """Bytes of the score matrix for a slice of queries (a -ub micro-batch, or 1 for decode)."""
     return (positive_int("n_queries", n_queries) * positive_int("n_keys", n_keys)
             * positive_int("heads", heads) * positive_int("bytes_per_score", bytes_per_score))
-
 
 
 @dataclass(frozen=True)
@@ -128,13 +151,12 @@ def long_context_cost(lengths, *, params, layers, q_dim, kv_bytes_per_token, cau
     Attention: Q K^T and P V cost 2 n^2 q_dim FLOPs each per layer without a mask; the causal
     mask halves both, leaving 2 n^2 q_dim per layer.
     """
-    if not params > 0:
-        raise ValueError(f"params must be > 0, got {params!r}")
+    params = check.real("params", params, above=0)
     layers, q_dim = positive_int("layers", layers), positive_int("q_dim", q_dim)
     kv_bytes_per_token = positive_int("kv_bytes_per_token", kv_bytes_per_token)
+    causal = check.flag("causal", causal)
     rows = []
-    for n in lengths:
-        n = positive_int("n", n)
+    for n in _lengths(lengths):
         attention = 2 * (2.0 * n * n * q_dim) * layers  # two matmuls, 2 n^2 q_dim each
         if causal:
             attention /= 2

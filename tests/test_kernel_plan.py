@@ -140,3 +140,89 @@ def test_kernel_source_is_the_imported_kernels_source():
         src = inspect.getsource(fn).splitlines()
         first, last = src[1].strip(), src[-1].strip()
         assert KP.kernel_source(fn.__name__, first, last).splitlines() == src[1:]
+
+
+# ------------------------------------------------------------------ issue 13's examples
+
+@pytest.mark.parametrize("f", [
+    lambda **kw: KP.kernel_key_stretches(0, 64, 64, **kw),
+    lambda **kw: KP.kernel_tile_plan(64, 64, **kw),
+    lambda **kw: KP.kernel_tile_counts(64, 64, **kw)])
+@pytest.mark.parametrize("kw, name", [
+    (dict(causal="no"), "causal"),  # counted as causal before
+    (dict(causal=1), "causal"), (dict(window=0), "window"), (dict(window=-8), "window"),
+    (dict(window=16.0), "window"), (dict(sink_tokens=-1), "sink_tokens"),
+    (dict(sink_tokens=True), "sink_tokens"), (dict(block_m=0), "block_m"),
+    (dict(block_m=32.0), "block_m"), (dict(block_n="64"), "block_n")])
+def test_every_plan_function_names_a_bad_option(f, kw, name):
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        f(**kw)
+
+
+def test_pid_m_is_an_integer_program_index():
+    with pytest.raises(ValueError, match="^pid_m must be an integer, got the float 0.5"):
+        KP.kernel_key_stretches(0.5, 64, 64, block_m=16)  # was four stretches of float bounds
+    with pytest.raises(ValueError, match="^pid_m must be an integer"):
+        KP.kernel_key_stretches(True, 64, 64, block_m=16)
+    assert KP.kernel_key_stretches(np.int64(3), 64, 64, block_m=16) == \
+        KP.kernel_key_stretches(3, 64, 64, block_m=16)
+
+
+def test_kernel_tile_counts_takes_only_the_plans_options():
+    """**options used to drop a misspelt option silently (block=32 counted at 64)."""
+    with pytest.raises(TypeError, match="block"):
+        KP.kernel_tile_counts(64, 64, block=32)
+    opts = dict(causal=True, window=40, sink_tokens=4, block_m=16, block_n=32)
+    codes = KP.kernel_tile_plan(100, 100, **opts)
+    counts = (int((codes == KP.TILE_MASKED).sum()), int((codes == KP.TILE_FULL).sum()))
+    assert KP.kernel_tile_counts(100, 100, **opts) == counts == (15, 1)
+
+
+def test_stretch_blocks_names_its_arguments():
+    s = KP.kernel_key_stretches(5, 1024, 1024, causal=True, window=193, sink_tokens=4,
+                                block_m=128, block_n=64)
+    assert list(KP.stretch_blocks(s[1], 64)) == [7, 8]
+    with pytest.raises(ValueError, match="^block_n must be an integer >= 1"):
+        KP.stretch_blocks(s[1], 0)  # was ZeroDivisionError
+    for bad in ((0, 64), "sink blocks", None, 3):
+        with pytest.raises(ValueError, match="^stretch must be a Stretch"):
+            KP.stretch_blocks(bad, 64)
+    with pytest.raises(ValueError, match=r"^stretch\.end must be an integer"):
+        KP.stretch_blocks(KP.Stretch("x", 0, 64.0, True), 64)
+
+
+@pytest.mark.parametrize("args, name", [
+    ((3, "# -- Who am I?", "h_kv = h //"), "function"),
+    (("_flash_attention_fwd_kernel", None, "h_kv = h //"), "first"),
+    (("_flash_attention_fwd_kernel", "# -- Who am I?", 3), "last"),
+    ((["flash_attention"], "def", "def"), "function")])  # was TypeError: unhashable
+def test_kernel_source_arguments_are_strings(args, name):
+    with pytest.raises(ValueError, match=f"^{name} must be a string"):
+        KP.kernel_source(*args)
+
+
+# ------------------------------------------------------------------ bad inputs
+from _bad import Case, bad_input_tests, flags, ints, texts  # noqa: E402
+
+_OPTS = dict(causal=True, window=40, sink_tokens=4, block_m=16, block_n=32)
+_BAD_OPTS = dict(causal=flags(), window=ints(minimum=1, none_ok=True),
+                 sink_tokens=ints(minimum=0), block_m=ints(minimum=1), block_n=ints(minimum=1))
+_NQ_NK = dict(nq=ints(minimum=1, maximum=100), nk=ints(minimum=1))
+_STRETCH = KP.kernel_key_stretches(5, 100, 100, **_OPTS)[1]
+
+BAD_INPUTS = [
+    Case(KP.block_d, args=(40,), bad=dict(d=ints(minimum=1))),
+    Case(KP.kernel_source, args=("_attend_to_key_blocks", "for start in range", "m = m_new"),
+         bad=dict(function=texts() | st.sampled_from(["nope", "_attend"]),
+                  first=texts() | st.just("no such line"), last=texts() | st.just("no such"))),
+    Case(KP.kernel_key_stretches, args=(5, 100, 100), kwargs=_OPTS,
+         bad=dict(pid_m=ints(minimum=0, maximum=6), **_NQ_NK, **_BAD_OPTS)),
+    Case(KP.stretch_blocks, args=(_STRETCH, 32),
+         bad=dict(stretch=st.sampled_from([None, 3, "window edge", (0, 64), _STRETCH[1:],
+                                           KP.Stretch("x", -1, 8, True),
+                                           KP.Stretch("x", 0, 8.0, True)]),
+                  block_n=ints(minimum=1))),
+    Case(KP.kernel_tile_plan, args=(100, 100), kwargs=_OPTS, bad=dict(**_NQ_NK, **_BAD_OPTS)),
+    Case(KP.kernel_tile_counts, args=(100, 100), kwargs=_OPTS, bad=dict(**_NQ_NK, **_BAD_OPTS)),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

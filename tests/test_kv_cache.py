@@ -354,7 +354,7 @@ BASE = {"num_hidden_layers": 6, "num_key_value_heads": 2, "head_dim": 32}
     (dict(BASE, layer_types=["sliding_attention"] * 6), "sliding_window"),
     (dict(BASE, layer_types=["sliding_attention"] * 6, sliding_window=None), "sliding_window"),
     (dict(BASE, sliding_window=0), "sliding_window"),
-    (dict(BASE, sliding_window=128, sliding_window_pattern=8), "sliding_window_pattern"),
+    (dict(BASE, sliding_window=128, sliding_window_pattern=0), "sliding_window_pattern"),
     (dict(BASE, sliding_window=128, layer_types=["full_attention"] * 7), "layer_types"),
     (dict(BASE, sliding_window=128, layer_types=["chunked_attention"] * 6), "layer_types"),
     ({"num_hidden_layers": 6, "num_key_value_heads": 2}, "head_dim"),
@@ -388,3 +388,246 @@ def test_gqa_kv_head_wants_an_integer_head_in_range(h):
     with pytest.raises(ValueError, match="h must be"):
         kc.gqa_kv_head(h, 8, 2)
     assert kc.gqa_kv_head(np.int64(7), 8, 2) == 1
+
+
+# --------------------------------------------------------------------------- issue 13's examples
+
+GQA8 = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 16}
+
+
+@pytest.mark.parametrize("kv_heads, says", [
+    (3, "num_key_value_heads must divide num_attention_heads=8"),
+    (16, "num_key_value_heads must be <= num_attention_heads=8"),
+    (5, "must divide"), (0, "num_key_value_heads must be an integer >= 1"),
+    (2.0, "num_key_value_heads must be an integer, got the float 2.0")])
+def test_kv_heads_must_divide_the_query_heads(kv_heads, says):
+    """3 or 16 KV heads for 8 query heads used to give a size. HuggingFace's repeat_kv copies
+    each KV head num_attention_heads // num_key_value_heads times and vLLM's Attention asserts
+    num_heads % num_kv_heads == 0: the groups must be whole."""
+    cfg = dict(GQA8, num_key_value_heads=kv_heads)
+    for f in (kc.kv_bytes_per_token, kc.kv_bytes_per_token_per_layer,
+              lambda c: kc.kv_cache_bytes(c, 4096)):
+        with pytest.raises(ValueError, match=says):
+            f(cfg)
+    for ok in (1, 2, 4, 8, None):  # None: MHA, as in HuggingFace
+        assert kc.kv_bytes_per_token(dict(GQA8, num_key_value_heads=ok)) == \
+            2 * 4 * (ok or 8) * 16 * 2
+
+
+def test_flags_are_true_or_false_not_strings():
+    """swa_full="no" meant full and flash_attn="off" meant on."""
+    cfg = load_config("tiny-gemma3-swa")
+    with pytest.raises(ValueError, match=r"^swa_full must be True or False, got 'no'"):
+        kc.kv_cache_bytes(cfg, 4096, swa_full="no")
+    tiny = load_config("tiny-random-qwen2vocab")
+    with pytest.raises(ValueError, match=r"^flash_attn must be True or False, got 'off'"):
+        kc.llamacpp_compute_buffer(tiny, 65536, 512, flash_attn="off")
+    assert kc.llamacpp_compute_buffer(tiny, 65536, 512, flash_attn=np.False_).scores_bytes > 0
+    with pytest.raises(ValueError, match=r"^engine must be one of 'llama.cpp', 'vllm', 'ideal'"):
+        kc.kv_cache_bytes(cfg, 4096, engine="VLLM")
+    with pytest.raises(ValueError, match=r"^engine must be one of"):
+        kc.kv_cache_bytes(cfg, 4096, engine=["vllm"])  # was TypeError: unhashable type
+
+
+@pytest.mark.parametrize("value", ["false", "true", 0, 1, None, "False"])
+def test_use_sliding_window_is_true_false_or_absent(value):
+    """use_sliding_window "false" or 0 still applied the windows. HuggingFace's strict
+    Qwen2Config refuses everything but a bool (null included)."""
+    cfg = dict(load_config("Qwen2.5-7B-Instruct"), use_sliding_window=value, max_window_layers=20,
+               sliding_window=4096)
+    with pytest.raises(ValueError, match=r"^use_sliding_window must be True or False"):
+        kc.layer_windows(cfg)
+    assert kc.layer_windows(dict(cfg, use_sliding_window=False)) == [None] * 28
+    assert kc.layer_windows(dict(cfg, use_sliding_window=True)) == [None] * 20 + [4096] * 8
+    absent = {k: v for k, v in cfg.items() if k != "use_sliding_window"}
+    assert kc.layer_windows(absent) == [4096] * 28  # no switch: sliding_window alone, every layer
+
+
+def test_swa_pattern_and_layer_windows_agree_past_the_layer_count():
+    """swa_pattern(10, 4) gave all-local while layer_windows rejected the same pattern. In
+    llama.cpp (set_swa_pattern: il % n < n - 1) and in HuggingFace's Gemma3Config ((i + 1) % n)
+    a pattern longer than the model makes every layer local: both here say so now."""
+    assert kc.swa_pattern(10, 4).tolist() == [True] * 4
+    cfg = {"num_hidden_layers": 4, "num_key_value_heads": 1, "head_dim": 4, "sliding_window": 8,
+           "sliding_window_pattern": 10}
+    assert kc.layer_windows(cfg) == [8] * 4
+    for n in range(1, 12):
+        windows = kc.layer_windows(dict(cfg, sliding_window_pattern=n))
+        assert [w is not None for w in windows] == kc.swa_pattern(n, 4).tolist()
+    # n = 0: llama.cpp's "all layers are SWA"; a config's pattern must be >= 1, as HuggingFace
+    # divides by it ((i + 1) % 0 is a ZeroDivisionError there)
+    assert kc.swa_pattern(0, 5).all()
+    with pytest.raises(ValueError, match="sliding_window_pattern must be an integer >= 1"):
+        kc.layer_windows(dict(cfg, sliding_window_pattern=0))
+    with pytest.raises(ValueError, match="^n must be an integer >= 0"):
+        kc.swa_pattern(-1, 4)
+
+
+def test_max_window_layers_past_the_layer_count_leaves_none_windowed():
+    """HuggingFace's Qwen2 rule, layer i windowed when i >= max_window_layers: a value past
+    num_hidden_layers (Qwen2.5-3B ships 70 for 36 layers) windows nothing. Rejected before."""
+    cfg = dict(load_config("Qwen2.5-7B-Instruct"), use_sliding_window=True, sliding_window=4096)
+    assert kc.layer_windows(dict(cfg, max_window_layers=70)) == [None] * 28
+    assert kc.layer_windows(dict(cfg, max_window_layers=0)) == [4096] * 28
+    for bad in (-1, 2.5, "20", True):
+        with pytest.raises(ValueError, match="max_window_layers must be an integer"):
+            kc.layer_windows(dict(cfg, max_window_layers=bad))
+
+
+@pytest.mark.parametrize("types, says", [
+    ([["sliding_attention"]] * 6, "unsupported entries"),  # was TypeError: unhashable type
+    ([None] * 6, "unsupported entries"), ([1] * 6, "unsupported entries"),
+    ("sliding_attention", "must be a list"), (["sliding_attention"] * 5, "must list"),
+    ({"0": "full_attention"}, "must be a list")])
+def test_layer_types_entries_are_named(types, says):
+    with pytest.raises(ValueError, match=f"layer_types.*{says}"):
+        kc.layer_windows(dict(BASE, sliding_window=128, layer_types=types))
+
+
+@pytest.mark.parametrize("key, value", [
+    ("sliding_window", "4096"), ("sliding_window", 4096.0), ("sliding_window", True),
+    ("sliding_window", 0), ("sliding_window_pattern", 6.0), ("sliding_window_pattern", "LLLG"),
+    ("num_hidden_layers", 6.0)])
+def test_window_keys_are_integers(key, value):
+    cfg = {**BASE, "sliding_window": 128, "sliding_window_pattern": 6, key: value}
+    with pytest.raises(ValueError, match=rf"^{key} must be an integer"):
+        kc.layer_windows(cfg)
+    # sliding_window is checked even where no layer reads it (HuggingFace's config types it)
+    if key == "sliding_window":
+        with pytest.raises(ValueError, match="^sliding_window must be"):
+            kc.layer_windows(dict(BASE, use_sliding_window=False, sliding_window=value))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: kc.gqa_kv_head(1.5, 8, 2), "h"), (lambda: kc.gqa_kv_head(True, 8, 2), "h"),
+    (lambda: kc.gqa_head_map(8, 16), "hkv"), (lambda: kc.gqa_head_map(8.0, 2), "hq"),
+    (lambda: kc.gqa_head_map(8, 2.0), "hkv"),
+    (lambda: kc.mla_absorb_query(np.ones((2, 3)), "W"), "W_UK"),  # was IndexError
+    (lambda: kc.mla_absorb_query(np.ones((2, 3)), np.ones((2, 3))), "W_UK"),
+    (lambda: kc.mla_scores_direct(np.ones((2, 3)), np.ones((2, 3, 4)), np.ones((5, 3))), "c"),
+    (lambda: kc.mla_scores_direct(np.ones((2, 3)), np.ones((2, 3, 4)),
+                                  np.full((5, 4), np.nan)), "c"),
+    (lambda: kc.mla_scores_absorbed(np.ones((2, 2)), np.ones((2, 3, 4)), np.ones(4)), "q"),
+    (lambda: kc.mla_scores_absorbed(np.ones((2, 3)) + 1j, np.ones((2, 3, 4)), np.ones(4)), "q"),
+    (lambda: kc.llamacpp_swa_cells(32768, 128.0), "n_swa"),
+    (lambda: kc.vllm_full_blocks(1000, 0), "block_size"),
+    (lambda: kc.vllm_sliding_blocks(1000, 0), "sliding_window"),
+    (lambda: kc.kv_bytes_per_token(GQA8, dtype_bytes=2.0), "dtype_bytes"),
+    (lambda: kc.kv_bytes_per_token(GQA8, dtype_bytes=True), "dtype_bytes")])
+def test_helpers_name_a_bad_argument(call, name):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert names_argument(str(err.value), name), str(err.value)
+
+
+def test_gqa_head_map_is_what_it_was():
+    for hq, hkv in [(8, 2), (32, 8), (4, 4), (7, 1)]:
+        mapping = kc.gqa_head_map(hq, hkv)
+        assert mapping.dtype == np.int64 and mapping.tolist() == \
+            [kc.gqa_kv_head(h, hq, hkv) for h in range(hq)] == [h // (hq // hkv) for h in range(hq)]
+
+
+# --------------------------------------------------------------------------- bad inputs
+# Every argument of kv_cache's public functions and every config key they read, fed what a
+# careful user might pass by mistake: a ValueError naming it (tests/_bad.py).
+from _bad import DELETE, Case, arrays_with, bad_input_tests, choices, flags, ints, \
+    names_argument  # noqa: E402
+
+_SWA = {"num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 32, "sliding_window": 128, "sliding_window_pattern": 6}
+_TYPES = {"num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 8, "sliding_window": 16,
+          "layer_types": ["sliding_attention", "full_attention"] * 2}
+_QWEN = {"num_hidden_layers": 6, "num_key_value_heads": 2, "head_dim": 8, "sliding_window": 16,
+         "use_sliding_window": True, "max_window_layers": 3}
+_MLA = {"num_hidden_layers": 3, "kv_lora_rank": 16, "qk_rope_head_dim": 4}
+_MHA_SHAPED = {"num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 4,
+               "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8}
+_NESTED = {"text_config": dict(GQA8)}
+_TINY = load_config("tiny-random-qwen2vocab")
+
+_CONFIG = st.sampled_from(["Llama-3.1-8B", None, 3, [GQA8]])
+_HEADS = dict(config=_CONFIG,
+              **{"config.num_hidden_layers": ints(minimum=1) | st.just(DELETE),
+                 "config.num_key_value_heads": ints(minimum=1, none_ok=True)
+                 | st.sampled_from([3, 5, 16]),
+                 "config.num_attention_heads": ints(minimum=1, none_ok=True)
+                 | st.sampled_from([1, 3, 7]),
+                 "config.head_dim": ints(minimum=1) | st.just(DELETE)},
+              dtype_bytes=ints(minimum=1))
+_LAYERS = {"config.num_hidden_layers": ints(minimum=1) | st.just(DELETE),
+           "config.sliding_window": ints(minimum=1) | st.just(DELETE),
+           "config.use_sliding_window": flags()}
+_BAD_TYPES = st.sampled_from([["sliding_attention"] * 3, ["chunked_attention"] * 4, [[1]] * 4,
+                              [None] * 4, "sliding_attention", 4, {"a": 1}])
+_RNG = np.random.default_rng(13)
+_Wuk, _q, _c = _RNG.normal(size=(2, 3, 4)), _RNG.normal(size=(2, 3)), _RNG.normal(size=(5, 4))
+_MLA_ARRAYS = dict(q=arrays_with(_q, kind="real", ranks=(2,)) | st.just(_q[:, :2]),
+                   W_UK=arrays_with(_Wuk, kind="real", ranks=(3,))
+                   | st.sampled_from([_Wuk[:, :2], _Wuk[:1], np.ones((2, 3, 0))]),
+                   c=arrays_with(_c, kind="real", ranks=(1, 2)) | st.just(_c[:, :3]))
+
+BAD_INPUTS = [
+    Case(kc.kv_bytes_per_token, args=(GQA8,), bad=_HEADS),
+    Case(kc.kv_bytes_per_token, args=(_NESTED,), id="kv_bytes_per_token[text_config]",
+         bad={"config.text_config.num_key_value_heads": ints(minimum=1, none_ok=True)
+              | st.sampled_from([3, 16]),
+              "config.text_config.num_hidden_layers": ints(minimum=1) | st.just(DELETE)},
+         names={"config.text_config.num_key_value_heads": "num_key_value_heads",
+                "config.text_config.num_hidden_layers": "num_hidden_layers"}),
+    Case(kc.kv_bytes_per_token_per_layer, args=(GQA8,),
+         bad={k: v for k, v in _HEADS.items() if k != "config.num_hidden_layers"}),
+    Case(kc.kv_bytes_per_token_per_layer, args=(_MLA,), id="kv_bytes_per_token_per_layer[MLA]",
+         bad={"config.kv_lora_rank": ints(minimum=1, none_ok=True),
+              "config.qk_rope_head_dim": ints(minimum=1) | st.just(DELETE),
+              "dtype_bytes": ints(minimum=1)}),
+    Case(kc.kv_bytes_per_token_per_layer, args=(_MHA_SHAPED,),
+         id="kv_bytes_per_token_per_layer[MLA as MHA]",
+         bad={"config.qk_nope_head_dim": ints(minimum=1, none_ok=True),  # None: plain MHA
+              "config.qk_rope_head_dim": ints(minimum=1) | st.just(DELETE),
+              "config.v_head_dim": ints(minimum=1) | st.just(DELETE),
+              "config.num_key_value_heads": ints(minimum=1, none_ok=True) | st.just(3)}),
+    Case(kc.swa_pattern, args=(6, 12), bad=dict(n=ints(minimum=0), n_layers=ints(minimum=1))),
+    Case(kc.layer_windows, args=(_SWA,),
+         bad=dict(config=_CONFIG, **_LAYERS,
+                  **{"config.sliding_window_pattern": ints(minimum=1, none_ok=True)})),
+    Case(kc.layer_windows, args=(_TYPES,), id="layer_windows[layer_types]",
+         bad=dict(**_LAYERS, **{"config.layer_types": _BAD_TYPES})),
+    Case(kc.layer_windows, args=(_QWEN,), id="layer_windows[max_window_layers]",
+         bad=dict(**_LAYERS, **{"config.max_window_layers": ints(minimum=0, none_ok=True)})),
+    Case(kc.kv_cache_bytes, args=(_SWA, 4096),
+         kwargs=dict(engine="vllm", n_seq=2, n_ubatch=256, block_size=16, swa_full=False,
+                     dtype_bytes=2, extra_retained_tokens=1, max_in_flight_tokens=64),
+         bad=dict(config=_CONFIG, n_ctx=ints(minimum=1),
+                  engine=choices(list(kc.ENGINES)) | st.sampled_from(["sglang", "llamacpp"]),
+                  n_seq=ints(minimum=1), n_ubatch=ints(minimum=1), block_size=ints(minimum=1),
+                  swa_full=flags(), dtype_bytes=ints(minimum=1),
+                  extra_retained_tokens=ints(minimum=0), max_in_flight_tokens=ints(minimum=0),
+                  **_LAYERS, **{"config.num_key_value_heads": ints(minimum=1, none_ok=True)
+                                | st.sampled_from([3, 8])})),
+    Case(kc.llamacpp_swa_cells, args=(32768, 128), kwargs=dict(n_seq=2, n_ubatch=300),
+         bad=dict(n_ctx=ints(minimum=1), n_swa=ints(minimum=1), n_seq=ints(minimum=1),
+                  n_ubatch=ints(minimum=1))),
+    Case(kc.vllm_full_blocks, args=(131072, 16),
+         bad=dict(max_model_len=ints(minimum=1), block_size=ints(minimum=1))),
+    Case(kc.vllm_sliding_blocks, args=(131072, 4096, 16),
+         kwargs=dict(extra_retained_tokens=3, max_in_flight_tokens=2048),
+         bad=dict(max_model_len=ints(minimum=1), sliding_window=ints(minimum=1),
+                  block_size=ints(minimum=1), extra_retained_tokens=ints(minimum=0),
+                  max_in_flight_tokens=ints(minimum=0))),
+    Case(kc.llamacpp_compute_buffer, args=(_TINY, 65536, 512), kwargs=dict(flash_attn=False),
+         bad=dict(config=_CONFIG, n_ctx=ints(minimum=1), n_ubatch=ints(minimum=1),
+                  flash_attn=flags(),
+                  **{"config.num_attention_heads": ints(minimum=1) | st.just(DELETE),
+                     "config.vocab_size": ints(minimum=1) | st.just(DELETE)})),
+    Case(kc.gqa_kv_head, args=(5, 8, 2),
+         bad=dict(h=ints(minimum=0, maximum=7), hq=ints(minimum=1) | st.sampled_from([3, 5]),
+                  hkv=ints(minimum=1) | st.sampled_from([3, 16]))),
+    Case(kc.gqa_head_map, args=(8, 2),
+         bad=dict(hq=ints(minimum=1) | st.sampled_from([3, 5]),
+                  hkv=ints(minimum=1) | st.sampled_from([3, 16]))),
+    Case(kc.mla_absorb_query, args=(_q, _Wuk),
+         bad={k: v for k, v in _MLA_ARRAYS.items() if k != "c"}),
+    Case(kc.mla_scores_direct, args=(_q, _Wuk, _c), bad=_MLA_ARRAYS),
+    Case(kc.mla_scores_absorbed, args=(_q, _Wuk, _c), bad=_MLA_ARRAYS),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -154,3 +154,54 @@ def test_everything_but_the_kernel_and_the_model_imports_without_torch_and_trito
         assert any(n.startswith(f"lessonlib.{topic}.") for n in result["ok"])
     assert "lessonlib.kernel_plan" in result["ok"] and "lessonlib.tinylm_results" in result["ok"]
     assert result["profile"] == "without torch and triton" and result["loaded"] == []
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+@pytest.mark.parametrize("f", [runtime.pinned_for, runtime.installed, runtime.missing_reason,
+                               runtime.missing_cause, runtime.expected_missing])
+@pytest.mark.parametrize("package", ["numpy", "Torch", " torch", "", None, 1, ["torch"], b"torch"])
+def test_package_names_are_exactly_torch_or_triton(f, package):
+    """missing_cause and expected_missing checked nothing of their own, and ["torch"] was
+    echoed back without saying what was expected."""
+    with pytest.raises(ValueError, match=r"^package must be one of 'torch', 'triton'; got "):
+        f(package)
+
+
+def test_platform_names_are_strings_and_prefix_a_path(tmp_path):
+    for bad in (3, b"linux", ["linux"], True):
+        with pytest.raises(ValueError, match=r"^sys_platform must be a string"):
+            runtime.platform_key(bad, "x86_64")
+        with pytest.raises(ValueError, match=r"^machine must be a string"):
+            runtime.pinned_for("torch", "linux", bad)
+        with pytest.raises(ValueError, match=r"^prefix must be a directory path"):
+            runtime.left_out(bad)  # was TypeError: expected str, bytes or os.PathLike
+    assert runtime.platform_key("freebsd", "amd64") == ("freebsd", "amd64")  # valid, gets nothing
+    assert runtime.left_out(tmp_path) == runtime.left_out(str(tmp_path)) == ()
+
+
+def test_runtime_imports_without_numpy():
+    """scripts/check_pins.py imports lessonlib.runtime with no environment: stdlib only."""
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "from lessonlib import runtime\n"
+            "print(runtime.pinned_for('triton', 'linux', 'x86_64'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+from _bad import Case, bad_input_tests, choices, texts  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PACKAGE = dict(package=choices(["torch", "triton"]) | st.sampled_from(["numpy", "TRITON"]))
+_PLATFORM = dict(sys_platform=texts(none_ok=True), machine=texts(none_ok=True))
+
+BAD_INPUTS = [
+    Case(runtime.platform_key, args=("linux", "arm64"), bad=_PLATFORM),
+    Case(runtime.pinned_for, args=("torch", "darwin", "arm64"), bad=dict(_PACKAGE, **_PLATFORM)),
+    Case(runtime.left_out, args=(ROOT,), bad=dict(prefix=texts(none_ok=True))),
+    Case(runtime.installed, args=("torch",), bad=_PACKAGE),
+    Case(runtime.missing_reason, args=("triton",), bad=_PACKAGE),
+    Case(runtime.missing_cause, args=("triton",), bad=_PACKAGE),
+    Case(runtime.expected_missing, args=("torch",), bad=_PACKAGE),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -128,3 +128,79 @@ def test_online_row_equals_reference(scores, sink, seed):
 def test_bad_row_input_raises(kwargs, match):
     with pytest.raises(ValueError, match=match):
         online_attention_row(**kwargs)
+
+
+# --------------------------------------------------------------------------- issue 13's examples
+
+@pytest.mark.parametrize("f", [online_softmax, two_pass_softmax, online_softmax_trace])
+@pytest.mark.parametrize("bad, says", [
+    ([1.0, math.nan, 2.0], r"^x must not contain NaN or \+inf: it holds NaN at index 1"),
+    ([1.0, 2.0, math.inf], r"^x must not contain NaN or \+inf: it holds \+inf at index 2"),
+    (["a", "b"], r"^x must hold real numbers"),  # was numpy's "could not convert string"
+    ([True, False], r"^x must hold real numbers"),  # was read as 1.0, 0.0
+    ([1 + 2j], r"^x must hold real numbers"),  # was a ComplexWarning and the real part
+    ([[1.0], [2.0, 3.0]], r"^x must be a rectangular array"), (None, r"^x must be an array")])
+def test_scores_that_have_no_softmax_are_named(f, bad, says):
+    with pytest.raises(ValueError, match=says):
+        f(bad)
+
+
+def test_non_finite_values_and_sinks_are_named():
+    """NaN in values came back as a NaN output; a string sink_logit was float()-ed."""
+    with pytest.raises(ValueError, match=r"^values holds non-finite values \(1 of 2"):
+        online_attention_row([1.0, 2.0], [[1.0], [np.nan]])
+    with pytest.raises(ValueError, match=r"^values holds non-finite"):
+        online_attention_trace([1.0], [[np.inf]])
+    for sink in ("2", True, math.inf, -math.inf, 1j, [1.0]):
+        with pytest.raises(ValueError, match=r"^sink_logit must be"):
+            online_attention_row([1.0], [[1.0]], sink_logit=sink)
+    np.testing.assert_allclose(online_attention_row([1.0], [[1.0]], sink_logit=np.float32(0.5)),
+                               ref_attention_row([1.0], [[1.0]], sink=0.5))
+
+
+@pytest.mark.parametrize("scores, values", [
+    ([1.0, 2.0], [[1.0]]), ([1.0, 2.0], [[1.0], [2.0], [3.0]]), ([1.0], [[]]),
+    ([1.0, 2.0], [1.0, 2.0]), ([1.0], [[[1.0]]])])
+def test_values_must_be_one_row_per_score(scores, values):
+    with pytest.raises(ValueError, match=r"^values must"):
+        online_attention_row(scores, values)
+
+
+def test_finite_values_that_overflow_are_named():
+    with pytest.raises(ValueError, match="values: finite values overflowed"):
+        online_attention_row([0.0, 0.0], [[1e308], [1e308]])
+
+
+def test_float32_and_integer_inputs_give_what_they_gave():
+    x32 = np.array(EXAMPLE_X, dtype=np.float32)
+    np.testing.assert_array_equal(online_softmax(x32), online_softmax(x32.astype(np.float64)))
+    np.testing.assert_array_equal(online_softmax([1, 3, 2]), online_softmax([1.0, 3.0, 2.0]))
+    np.testing.assert_array_equal(online_attention_row(EXAMPLE_X, np.array(EXAMPLE_V)),
+                                  online_attention_row(EXAMPLE_X, np.array(EXAMPLE_V, float)))
+
+
+# --------------------------------------------------------------------------- bad inputs
+from _bad import Case, arrays_with, bad_input_tests, reals  # noqa: E402
+
+
+def _no_softmax(a):
+    """The drawn array is bad for scores unless it is a finite-or--inf 1-D float array."""
+    return not (isinstance(a, np.ndarray) and a.ndim == 1 and a.size and a.dtype.kind == "f"
+                and not np.isnan(a).any() and not np.isposinf(a).any())
+
+
+_X = np.array(EXAMPLE_X)
+_SCORES = (arrays_with(_X, kind="real", ranks=(1,)).filter(_no_softmax)  # -inf is a valid score
+           | st.sampled_from([[], np.full(6, np.nan), [np.inf] * 6]))
+_VALS = np.array(EXAMPLE_V, dtype=float)
+_ROW = dict(scores=_SCORES, values=arrays_with(_VALS, kind="real", ranks=(2,))
+            | st.sampled_from([_VALS[:5], np.zeros((6, 0))]), sink_logit=reals(none_ok=True))
+
+BAD_INPUTS = [
+    Case(two_pass_softmax, args=(_X,), bad=dict(x=_SCORES)),
+    Case(online_softmax, args=(_X,), bad=dict(x=_SCORES | st.just([-np.inf] * 3))),
+    Case(online_softmax_trace, args=(_X,), bad=dict(x=_SCORES)),
+    Case(online_attention_trace, args=(_X, _VALS), kwargs=dict(sink_logit=4.5), bad=_ROW),
+    Case(online_attention_row, args=(_X, _VALS), kwargs=dict(sink_logit=4.5), bad=_ROW),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

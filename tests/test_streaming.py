@@ -61,6 +61,20 @@ def test_receptive_field_L_times_W_minus_1():
         for W in range(1, 7):
             assert receptive_field(L, W) == L * (W - 1) == reachable_distance(L, W)
     assert reachable_distance(3, 4, n=5) == 4  # a short sequence caps the reach
+
+
+def test_reachable_distance_matches_the_full_mask_and_stays_small():
+    """The running-sum propagation equals propagating through the (n, n) window mask, and a
+    long stack no longer needs that mask (32 layers of W = 4096: 131,072 positions)."""
+    for L, W, n in [(1, 1, 5), (2, 3, 9), (3, 4, 5), (4, 7, 40), (5, 2, 3)]:
+        p, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        mask = (j <= p) & (p - j < W)
+        heard = np.zeros(n, dtype=bool)
+        heard[-1] = True
+        for _ in range(L):
+            heard = mask[heard].any(axis=0) | heard
+        assert reachable_distance(L, W, n=n) == n - 1 - np.flatnonzero(heard).min()
+    assert reachable_distance(32, 4096) == receptive_field(32, 4096) == 131_040
     with pytest.raises(ValueError, match="W"):
         receptive_field(2, 0)
 
@@ -194,3 +208,163 @@ def test_bad_arguments():
         compare_sink_caches(np.zeros(10), np.zeros(10), n_sink=4, n_recent=8)
     with pytest.raises(ValueError, match="kept"):
         attention_readout(np.zeros(3), np.zeros(3), [], recent_from=1)
+
+
+# --------------------------------------------------------------------------- issue 13's examples
+
+def test_ring_buffer_never_truncates_a_float_key_after_an_int_one():
+    """The slots took the dtype of the first key: [1, 2] then [1.5, 2.5] stored [1, 2]."""
+    ring = RingBuffer(2)
+    ring.append(np.array([1, 2]))
+    ring.append(np.array([1.5, 2.5]), np.array([0.25, -0.5]))
+    _, keys, values = ring.entries()
+    np.testing.assert_array_equal(keys, [[1.0, 2.0], [1.5, 2.5]])
+    np.testing.assert_array_equal(values, [[1.0, 2.0], [0.25, -0.5]])
+    assert keys.dtype == np.float64
+    f32 = RingBuffer(3)
+    f32.append(np.ones(2, dtype=np.float32))
+    assert f32.keys.dtype == np.float32  # one dtype throughout: kept as it was
+
+
+@pytest.mark.parametrize("cache", [lambda: RingBuffer(3), lambda: StreamingCache(1, 2)])
+def test_cached_vectors_keep_one_shape_and_are_all_or_nothing(cache):
+    c = cache()
+    c.append(np.zeros(3), np.ones(2))
+    with pytest.raises(ValueError, match=r"^k must have shape \(3,\)"):
+        c.append(np.zeros(4), np.ones(2))
+    with pytest.raises(ValueError, match=r"^v must have shape \(2,\)"):
+        c.append(np.zeros(3), np.ones(3))
+    with pytest.raises(ValueError, match=r"^v \(which defaults to k\) must have shape \(2,\)"):
+        c.append(np.zeros(3))
+    with pytest.raises(ValueError, match="^k is missing"):
+        c.append()
+    for bad, name in [([1.0, np.nan, 0.0], "k"), (np.zeros((1, 3)), "k"), ("abc", "k"),
+                      ([True, False, True], "k"), (np.zeros(3) + 1j, "k")]:
+        with pytest.raises(ValueError, match=f"^{name} "):
+            c.append(bad, np.ones(2))
+    assert c.next_position == 1  # nothing was appended by the refused calls
+    positions_only = cache()
+    positions_only.append()
+    with pytest.raises(ValueError, match="^k: this cache was filled with positions only"):
+        positions_only.append(np.zeros(3))
+    with pytest.raises(ValueError, match="^v was given without k"):
+        cache().append(None, np.zeros(2))
+
+
+def test_streaming_cache_keeps_copies():
+    k = np.arange(3.0)
+    cache = StreamingCache(1, 2)
+    cache.append(k)
+    k[0] = 99.0  # the caller reuses its array
+    assert cache.keys[0, 0] == 0.0 and cache.values[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: StreamingCache(n_sink=True, n_recent=8), "n_sink"),
+    (lambda: StreamingCache(4, 8.0), "n_recent"),
+    (lambda: RingBuffer(4.0), "W"), (lambda: RingBuffer(True), "W"),
+    (lambda: receptive_field(2.0, 4), "n_layers"), (lambda: receptive_field(2, True), "W"),
+    (lambda: reachable_distance(2, 4, n=0), "n"), (lambda: reachable_distance(2, 4, n=5.0), "n"),
+    (lambda: compare_sink_caches(np.zeros(20), np.zeros(20), n_sink=True), "n_sink"),
+    (lambda: compare_sink_caches(np.zeros(20), np.zeros(19)), "values"),
+    (lambda: compare_sink_caches(np.zeros(20), np.zeros(20), n_sink=4, n_recent=17), "n_recent"),
+    (lambda: sink_example_scores(sink_score="6"), "sink_score"),
+    (lambda: sink_example_scores(sink_score=True), "sink_score"),
+    (lambda: sink_example_scores(sink_score=np.inf), "sink_score"),
+    (lambda: sink_example_scores(seed=1.5), "seed"),  # was numpy's SeedSequence TypeError
+    (lambda: sink_example_scores(seed=True), "seed"),
+    (lambda: sink_example_scores(seed=-1), "seed"),
+])
+def test_bad_counts_and_reals_are_named(call, name):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert names_argument(str(err.value), name), str(err.value)
+
+
+@pytest.mark.parametrize("kept, says", [
+    ([5], r"kept must hold positions 0\.\.2 of the 3 scores, got 5"),  # was an IndexError
+    ([-1], "got -1"),  # was a readout of position 2
+    ([0, 1, 1], "kept names position 1 more than once"),
+    ([0.0, 1.0], "kept must hold integers"),  # was cast to int
+    ([], "kept must name at least one position"), (np.array([], dtype=int), "at least one"),
+    ([[0, 1]], "kept must be 1-D"), ("01", "kept must be an array")])
+def test_attention_readout_names_bad_kept_positions(kept, says):
+    with pytest.raises(ValueError, match=says):
+        attention_readout(np.zeros(3), np.zeros(3), kept, recent_from=1)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(recent_from=-1), "recent_from"), (dict(recent_from=3), "recent_from"),
+    (dict(recent_from=1.0), "recent_from"), (dict(name=3), "name"),
+    (dict(scores=[0.0, np.nan, 1.0]), "scores"), (dict(values=[0.0, np.inf, 1.0]), "values"),
+    (dict(scores=np.zeros(4)), "scores"), (dict(scores=[]), "scores"),
+])
+def test_attention_readout_names_bad_arguments(kwargs, name):
+    args = dict(scores=np.zeros(3), values=np.zeros(3), kept=[0, 2], recent_from=1)
+    with pytest.raises(ValueError) as err:
+        attention_readout(**{**args, **kwargs})
+    assert names_argument(str(err.value), name), str(err.value)
+
+
+def test_valid_readouts_are_what_they_were():
+    scores, values = sink_example_scores(seed=3)
+    assert scores.dtype == values.dtype == np.float64 and scores[0] == 6.0
+    r = attention_readout(scores.astype(np.float32), values, np.arange(12, 20, dtype=np.int32),
+                          recent_from=12, name="last 8")
+    ref_w, ref_out = reference_readout(scores.astype(np.float32).astype(np.float64), values,
+                                       np.arange(12, 20), 12)
+    assert r.kept.dtype == np.int64 and r.recent_weight == pytest.approx(ref_w, rel=1e-12)
+    assert r.output == pytest.approx(ref_out, rel=1e-12)
+    assert sink_example_scores(n=5, sink_score=np.float32(2.5), seed=np.int64(1))[0][0] == 2.5
+
+
+# --------------------------------------------------------------------------- bad inputs
+from _bad import Case, arrays_with, bad_input_tests, ints, names_argument, reals, \
+    texts  # noqa: E402
+
+_k, _v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.0])
+_SCORES, _VALUES = sink_example_scores(seed=3)
+_VECTORS = dict(k=arrays_with(_k, kind="real", ranks=(1,)) | st.just(np.zeros(0)),
+                v=arrays_with(_v, kind="real", ranks=(1,), none_ok=True))
+_SV = dict(scores=arrays_with(_SCORES, kind="real", ranks=(1,)) | st.just(_SCORES[:-1]),
+           values=arrays_with(_VALUES, kind="real", ranks=(1,)) | st.just(_VALUES[:5]))
+
+
+def _ring_append(k, v):
+    ring = RingBuffer(4)
+    ring.append(np.ones(3), np.ones(2))
+    return ring.append(k, v)
+
+
+def _sink_append(k, v):
+    cache = StreamingCache(1, 2)
+    cache.append(np.ones(3), np.ones(2))
+    return cache.append(k, v)
+
+
+BAD_INPUTS = [
+    Case(RingBuffer, args=(4,), bad=dict(W=ints(minimum=1))),
+    Case(RingBuffer.append, call=_ring_append, args=(_k, _v),
+         bad=dict(_VECTORS, k=_VECTORS["k"] | st.just(np.zeros(4)),
+                  v=_VECTORS["v"] | st.just(np.zeros(3)))),
+    Case(RingBuffer.append, call=lambda k, v: RingBuffer(4).append(k, v), args=(_k, _v),
+         id="RingBuffer.append[first]", bad=_VECTORS),
+    Case(StreamingCache, args=(4, 8), bad=dict(n_sink=ints(minimum=0), n_recent=ints(minimum=1))),
+    Case(StreamingCache.append, call=_sink_append, args=(_k, _v),
+         bad=dict(_VECTORS, k=_VECTORS["k"] | st.just(np.zeros(4)),
+                  v=_VECTORS["v"] | st.just(np.zeros(3)))),
+    Case(receptive_field, args=(2, 4), bad=dict(n_layers=ints(minimum=1), W=ints(minimum=1))),
+    Case(reachable_distance, args=(3, 4), kwargs=dict(n=5),
+         bad=dict(n_layers=ints(minimum=1), W=ints(minimum=1), n=ints(minimum=1, none_ok=True))),
+    Case(sink_example_scores, kwargs=dict(n=12, sink_score=5.0, seed=4),
+         bad=dict(n=ints(minimum=1), sink_score=reals(), seed=ints(minimum=0))),
+    Case(attention_readout, args=(_SCORES, _VALUES, np.array([0, 1, 15, 19])),
+         kwargs=dict(recent_from=12, name="sinks"),
+         bad=dict(_SV, kept=arrays_with(np.array([0, 1, 15, 19]), kind="int", ranks=(1,))
+                  | st.sampled_from([[0, 20], [-1, 3], [4, 4], [0.0, 1.0], []]),
+                  recent_from=ints(minimum=0, maximum=19), name=texts())),
+    Case(compare_sink_caches, args=(_SCORES, _VALUES), kwargs=dict(n_sink=4, n_recent=8),
+         bad=dict(_SV, n_sink=ints(minimum=0) | st.just(13), n_recent=ints(minimum=1)
+                  | st.just(17))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

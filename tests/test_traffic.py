@@ -84,3 +84,92 @@ def test_bad_arguments_are_named(call, match):
 
 def test_np_integers_are_accepted():
     assert naive_traffic(np.int64(64), np.int32(8)).reads == 9728
+
+
+# --------------------------------------------------------------------------- issue 13's examples
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(window=0), "window"), (dict(window=-4, causal=True), "window"),
+    (dict(window=2.5, causal=True), "window"), (dict(causal="no"), "causal"),
+    (dict(causal=0), "causal"),  # was the dense count, silently
+    (dict(sink_tokens=-1), "sink_tokens"),  # was ignored without a mask
+    (dict(sink_tokens=1.5, window=4), "sink_tokens")])
+def test_tiled_traffic_names_bad_mask_arguments(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        tiled_traffic(64, 8, 16, **kwargs)
+
+
+@pytest.mark.parametrize("cases, says", [
+    ([(0, 128)], r"^n of cases\[0\] must be an integer >= 1"),
+    ([(4096, 128), (4096, 12.5)], r"^block of cases\[1\] must be an integer, got the float"),
+    ([(4096,)], r"^cases\[0\] must be an \(n, block\) pair"), (["ab"], r"^cases\[0\] must be"),
+    ([4096], r"^cases\[0\] must be"), ("4096", "^cases must be a list"), (4096, "^cases must be")])
+def test_traffic_ratio_table_names_the_bad_case(cases, says):
+    with pytest.raises(ValueError, match=says):
+        traffic_ratio_table(cases)
+
+
+@pytest.mark.parametrize("f", [lambda x: score_matrix_table(x),
+                               lambda x: long_context_cost(x, params=8e9, layers=32, q_dim=4096,
+                                                           kv_bytes_per_token=131072)])
+@pytest.mark.parametrize("lengths, says", [
+    ([4096, 0], r"^lengths\[1\] must be an integer >= 1, got 0"),
+    ([1.5], r"^lengths\[0\] must be an integer, got the float 1.5"),
+    ([True], r"^lengths\[0\] must be an integer"), (4096, "^lengths must be a list"),
+    ("4096", "^lengths must be a list"), (np.array(4096), "^lengths must be a list")])
+def test_lengths_are_named(f, lengths, says):
+    with pytest.raises(ValueError, match=says):
+        f(lengths)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(params=True), "params"), (dict(params="8e9"), "params"), (dict(params=0), "params"),
+    (dict(params=np.nan), "params"), (dict(layers=32.0), "layers"), (dict(q_dim=0), "q_dim"),
+    (dict(kv_bytes_per_token=1.5), "kv_bytes_per_token"), (dict(causal="no"), "causal"),
+    (dict(causal=1), "causal")])
+def test_long_context_cost_names_bad_parameters(kwargs, name):
+    args = dict(params=8.03e9, layers=32, q_dim=4096, kv_bytes_per_token=131072)
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        long_context_cost([4096], **{**args, **kwargs})
+
+
+def test_numpy_lengths_give_the_same_rows():
+    rows = score_matrix_table(np.array([4096, 8192]))
+    assert rows == score_matrix_table([4096, 8192]) and type(rows[0].n) is int
+    assert traffic_ratio_table(np.array([[4096, 128]])) == traffic_ratio_table([(4096, 128)])
+
+
+# --------------------------------------------------------------------------- bad inputs
+from _bad import Case, bad_input_tests, flags, ints, reals  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_LENGTHS = st.one_of(ints(minimum=1).map(lambda n: [4096, n]),
+                     st.sampled_from([4096, "4096", None, np.array(5)]))
+_COST = dict(params=8.03e9, layers=32, q_dim=4096, kv_bytes_per_token=131072, causal=True)
+
+BAD_INPUTS = [
+    Case(naive_traffic, args=(64, 8), bad=dict(n=ints(minimum=1), d=ints(minimum=1))),
+    Case(tiled_traffic, args=(64, 8, 16, 8), kwargs=dict(causal=True, window=20, sink_tokens=4),
+         bad=dict(n=ints(minimum=1), d=ints(minimum=1), block_q=ints(minimum=1),
+                  block_k=ints(minimum=1, none_ok=True), causal=flags(),
+                  window=ints(minimum=1, none_ok=True), sink_tokens=ints(minimum=0))),
+    Case(tiled_traffic, args=(64, 8, 16), id="tiled_traffic[no mask]",
+         bad=dict(causal=flags(), window=ints(minimum=1, none_ok=True),
+                  sink_tokens=ints(minimum=0))),
+    Case(traffic_ratio_table, args=([(4096, 128), (1024, 64)],), kwargs=dict(d=128),
+         bad=dict(cases=st.one_of(ints(minimum=1).map(lambda n: [(4096, 128), (n, 64)]),
+                                  ints(minimum=1).map(lambda b: [(4096, b)]),
+                                  st.sampled_from([[(1, 2, 3)], ["ab"], [4096], "ab", 3, None])),
+                  d=ints(minimum=1))),
+    Case(score_matrix_table, args=([4096, 8192],), kwargs=dict(heads=32, layers=32,
+                                                               bytes_per_score=4),
+         bad=dict(lengths=_LENGTHS, heads=ints(minimum=1), layers=ints(minimum=1),
+                  bytes_per_score=ints(minimum=1))),
+    Case(score_slice_bytes, args=(512, 131072), kwargs=dict(heads=32, bytes_per_score=4),
+         bad=dict(n_queries=ints(minimum=1), n_keys=ints(minimum=1), heads=ints(minimum=1),
+                  bytes_per_score=ints(minimum=1))),
+    Case(long_context_cost, args=([4096, 32768],), kwargs=_COST,
+         bad=dict(lengths=_LENGTHS, params=reals(above=0.0), layers=ints(minimum=1),
+                  q_dim=ints(minimum=1), kv_bytes_per_token=ints(minimum=1), causal=flags())),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

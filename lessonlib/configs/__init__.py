@@ -4,9 +4,12 @@
     >>> load_config("Llama-3.1-8B")["rope_theta"]
     500000.0
 """
+import difflib
 import json
 from functools import lru_cache
 from importlib import resources
+
+from .. import _validate as check
 
 __all__ = ["config_names", "load_config"]
 
@@ -23,7 +26,13 @@ def _load_text(name):
 
 
 def load_config(name):
-    """A fresh dict of the named model's config.json (safe to modify)."""
-    if name not in config_names():
-        raise ValueError(f"unknown config name {name!r}; known: {', '.join(config_names())}")
+    """A fresh dict of the named model's config.json (safe to modify). ``name`` is one of
+    ``config_names()``, spelled exactly; a near miss is suggested."""
+    name, names = check.text("name", name), config_names()
+    if name not in names:
+        near = difflib.get_close_matches(name, names, n=1, cutoff=0.6) or \
+            [n for n in names if n.lower() == name.lower()]
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise ValueError(f"name must be one of the configs here ({', '.join(names)}), "
+                         f"got unknown config name {name!r}{hint}")
     return json.loads(_load_text(name))

@@ -1,0 +1,49 @@
+"""lessonlib.configs: the real models' config.json files, loaded by exact name."""
+import json
+
+import pytest
+from _bad import Case, bad_input_tests, texts
+from hypothesis import strategies as st
+
+from lessonlib.configs import config_names, load_config
+
+
+def test_every_name_loads_a_fresh_dict():
+    names = config_names()
+    assert names == sorted(names) and "Llama-3.1-8B" in names
+    for name in names:
+        cfg = load_config(name)
+        assert isinstance(cfg, dict) and json.loads(json.dumps(cfg)) == cfg
+    a = load_config("Llama-3.1-8B")
+    a["rope_theta"] = 1.0  # safe to modify: the next load is untouched
+    assert load_config("Llama-3.1-8B")["rope_theta"] == 500000.0
+
+
+@pytest.mark.parametrize("name", [None, 3, b"Llama-3.1-8B", ["Llama-3.1-8B"],
+                                  {"name": "Llama-3.1-8B"}, 3.5])
+def test_a_name_that_is_not_a_string_is_named(name):
+    """load_config([...]) or load_config(None) said "unknown config name" as if misspelt."""
+    with pytest.raises(ValueError, match=r"^name must be a string, got "):
+        load_config(name)
+
+
+@pytest.mark.parametrize("name, near", [("llama-3.1-8b", "Llama-3.1-8B"),
+                                        ("Llama-3.1-8b", "Llama-3.1-8B"),
+                                        ("gpt-oss-20B", "gpt-oss-20b"), ("Llama-3-8B", None),
+                                        ("", None), (" Llama-3.1-8B", "Llama-3.1-8B")])
+def test_an_unknown_name_lists_the_names_and_a_near_miss(name, near):
+    with pytest.raises(ValueError) as err:
+        load_config(name)
+    message = str(err.value)
+    assert message.startswith("name must be one of the configs here (DeepSeek-V3, ")
+    assert f"unknown config name {name!r}" in message
+    if near:
+        assert message.endswith(f"did you mean {near!r}?")
+
+
+BAD_INPUTS = [
+    Case(load_config, args=("Llama-3.1-8B",),
+         bad=dict(name=texts() | st.sampled_from(["llama-3.1-8b", "Llama-3.1-8B.json", "nope",
+                                                  "../configs/Llama-3.1-8B"]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
