@@ -49,7 +49,7 @@ import torch.nn.functional as F  # noqa: E402
 import triton  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from lessonlib.triton_attention import default_config, flash_attention  # noqa: E402
+from lessonlib.triton_attention import _launch, default_config, flash_attention  # noqa: E402
 
 DEVICE = "cuda"
 START = time.perf_counter()
@@ -173,10 +173,29 @@ def tflops(b, h, n, d, causal, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def kernel_call(q, k, v, config, **opts):
+def checked_call(q, k, v, config, **opts):
+    """flash_attention as a student calls it: every input checked (NaN/inf and the overflow
+    bound: three max-reductions over q, k, v and one device sync), then the launch."""
     return lambda: flash_attention(q, k, v, block_m=config["block_m"], block_n=config["block_n"],
                                    num_warps=config["num_warps"],
                                    num_stages=config["num_stages"], **opts)
+
+
+def kernel_call(q, k, v, config, causal=False, window=None):
+    """The kernel launch alone, as SDPA is timed: the inputs are checked once, here, by a full
+    flash_attention call (which also compiles the kernel), not inside the timed call."""
+    checked_call(q, k, v, config, causal=causal, window=window)()
+    o = torch.empty_like(q)
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    return lambda: _launch(q, k, v, o, causal, window, 0, None, scale, config, tiles=None)
+
+
+def checks_table(b, h, n, d, config):
+    """What the input checks cost beside the launch, at one size (side by side, one run)."""
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    launch, checked = bench_ms(kernel_call(q, k, v, config)), bench_ms(checked_call(q, k, v, config))
+    print(f"Input checks at b={b}, h={h}, n={n}, d={d}: launch {launch:.3f} ms, with the checks "
+          f"{checked:.3f} ms ({checked / launch:.2f}x)\n")
 
 
 def sdpa_flash_call(q, k, v, causal):
@@ -292,6 +311,7 @@ def main():
     ns = (1024, 4096, 16384) if args.quick else (1024, 2048, 4096, 8192, 16384)
     configs = tune(b, h, 4096, head_dims, args.quick)
     dense_table(b, h, ns, head_dims, configs)
+    checks_table(b, h, 1024, 128, configs[128])
     window_ns = (4096, 16384, 65536) if args.quick else (4096, 8192, 16384, 32768, 65536)
     window_table(b, h, 128, 4096, window_ns, configs[128])
     print(f"Total {elapsed():.0f} s")

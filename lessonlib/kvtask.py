@@ -30,17 +30,19 @@ Everything is seeded: a document is a pure function of its seed (``numpy.random.
 entropy such as ``(seed, length, index)``), so a grid cell gives the same documents whichever
 other cells run beside it.
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from lessonlib import _validate as check
 from lessonlib.needles import needle_index
 
 __all__ = ["BOS", "QUERY", "PASS", "N_KEYS", "N_VALUES", "N_FILLER", "VOCAB", "VOCAB_SIZE",
            "KEY0", "VALUE0", "FILLER0", "KVTokenizer", "skip_bigram_table", "filler_tokens",
            "Document", "training_document", "retrieval_document", "stream_document",
            "training_batch", "retrieval_batch", "TASK_SEED", "NEEDLE_LEN", "QUERY_LEN",
-           "needle_haystack", "HAYSTACK_DISTRACTORS", "HAYSTACK_DEPTHS"]
+           "needle_haystack", "HAYSTACK_DISTRACTORS", "HAYSTACK_DEPTHS", "MIN_STREAM_BLOCK"]
 
 N_KEYS, N_VALUES, N_FILLER = 32, 32, 64
 SPECIALS = ("<bos>", "?", "pass:")
@@ -55,6 +57,9 @@ TASK_SEED = 20240607  # the filler table: part of the task's definition, not of 
 SUCCESSORS = 4  # each filler word has this many likely successors two steps later
 MAX_DISTRACTORS, MAX_QUERIES = 8, 6  # per training document
 NEEDLE_LEN, QUERY_LEN = 2, 2  # "pass: v" and "? pass:" (the answer follows the query)
+# The shortest block of stream_document that holds its layout: the query is up to 63 + 235
+# filler words in, and the block also holds 3 needles, the query and its answer.
+MIN_STREAM_BLOCK = 63 + 235 + 3 * NEEDLE_LEN + QUERY_LEN + 1
 
 
 class KVTokenizer:
@@ -64,19 +69,38 @@ class KVTokenizer:
     _ids = {w: i for i, w in enumerate(VOCAB)}
 
     def encode(self, text):
-        try:
-            return [self._ids[w] for w in text.split()]
-        except KeyError as err:
-            raise ValueError(f"{err.args[0]!r} is not a word of the task's vocabulary") from None
+        words = check.text("text", text).split()
+        for w in words:
+            if w not in self._ids:
+                raise ValueError(f"text holds {w!r}, which is not a word of the task's vocabulary "
+                                 f"(<bos>, ?, pass:, k00:..k31:, v00..v31, f00..f63)")
+        return [self._ids[w] for w in words]
 
     def decode(self, tokens):
-        return " ".join(VOCAB[int(t)] for t in tokens)
+        """The words of ``tokens``: ids in [0, VOCAB_SIZE) (ints, numpy ints, 0-d tensors; a
+        1-D array or tensor of them). A float, a bool or an id out of range is an error naming
+        it: ``VOCAB[-1]`` would silently be the last word."""
+        return " ".join(VOCAB[i] for i in _token_ids("tokens", tokens))
+
+
+def _token_ids(name, tokens):
+    """``tokens`` as a list of Python ints in [0, VOCAB_SIZE), or ValueError naming ``name``."""
+    if isinstance(tokens, (str, bytes, dict)) or getattr(tokens, "ndim", 1) != 1 \
+            or not (isinstance(tokens, (Sequence, range)) or hasattr(tokens, "tolist")):
+        raise ValueError(f"{name} must be a list (or 1-D array) of token ids, got "
+                         f"{check.describe(tokens)}")
+    ids = tokens.tolist() if hasattr(tokens, "tolist") else list(tokens)
+    if all(type(t) is int for t in ids):  # the common case, checked at C speed
+        if not ids or 0 <= min(ids) and max(ids) < VOCAB_SIZE:
+            return ids
+    return [check.integer(f"{name}[{i}]", t, minimum=0, maximum=VOCAB_SIZE - 1)
+            for i, t in enumerate(ids)]
 
 
 def skip_bigram_table(seed=TASK_SEED):
     """(N_FILLER, N_FILLER) float64: row a is the distribution of filler word t given word
     t - 2 = a. Each row puts Dirichlet(1) weights on ``SUCCESSORS`` random successors."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check.integer("seed", seed, minimum=0))
     table = np.zeros((N_FILLER, N_FILLER))
     for a in range(N_FILLER):
         succ = rng.choice(N_FILLER, size=SUCCESSORS, replace=False)
@@ -88,7 +112,12 @@ _CDF = np.cumsum(skip_bigram_table(), axis=1)
 
 
 def filler_tokens(rng, n):
-    """``n`` filler token ids from the skip-bigram chain (the first two uniform)."""
+    """``n`` filler token ids from the skip-bigram chain (the first two uniform). ``rng``: a
+    ``numpy.random.Generator`` (``np.random.default_rng(seed)``)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got "
+                         f"{check.describe(rng)}")
+    n = check.integer("n", n, minimum=0)
     words = np.empty(n, dtype=np.int64)
     u = rng.random(n)
     for t in range(n):
@@ -110,16 +139,24 @@ class Document:
 
 
 def _flatten(seed):
+    """The integers of a seed (an int or a nested tuple of them), or ValueError naming seed."""
     if isinstance(seed, (tuple, list)):
         return [x for part in seed for x in _flatten(part)]
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"a seed must be a non-negative integer or a tuple of them, got {seed!r}")
-    return [int(seed)]
+    try:
+        return [check.integer("seed", seed, minimum=0)]
+    except ValueError:  # a float, a bool, a negative number, a string: never a silent seed
+        raise ValueError(f"seed must be a non-negative integer or a tuple of them, got "
+                         f"{check.describe(seed)}") from None
 
 
 def _rng(seed):
     """A Generator for an integer seed or a (nested) tuple of them, e.g. ``(seed, length, i)``."""
     return np.random.default_rng(np.random.SeedSequence(_flatten(seed)))
+
+
+def _count(name, value):
+    """A number of distractor needles: 0 .. N_KEYS (each uses a different key)."""
+    return check.integer(name, value, minimum=0, maximum=N_KEYS)
 
 
 def _assemble(length, filler, events):
@@ -151,13 +188,19 @@ def training_document(seed, length=256, *, max_distractors=MAX_DISTRACTORS,
                       max_queries=MAX_QUERIES):
     """A training document: one pass needle, 0..max_distractors distractor needles, and
     1..max_queries queries "? pass: v" at random places after the needle."""
+    _flatten(seed)
+    length = check.integer("length", length, minimum=1)
+    max_distractors = _count("max_distractors", max_distractors)
+    max_queries = check.integer("max_queries", max_queries, minimum=1)
     rng = _rng(seed)
     n_other = int(rng.integers(0, max_distractors + 1))
     n_queries = int(rng.integers(1, max_queries + 1))
     value = VALUE0 + int(rng.integers(N_VALUES))
     n_filler = length - 1 - NEEDLE_LEN * (1 + n_other) - (QUERY_LEN + 1) * n_queries
     if n_filler < 0:
-        raise ValueError(f"length {length} is too short for this many needles and queries")
+        raise ValueError(f"length {length} is too short for this document's {n_other} "
+                         f"distractors and {n_queries} queries (max_distractors, max_queries): "
+                         f"it needs {length - n_filler}")
     filler = filler_tokens(rng, n_filler)
     needle_cut = int(rng.integers(0, n_filler + 1))
     query_cuts = np.sort(rng.integers(needle_cut, n_filler + 1, size=n_queries))
@@ -175,16 +218,22 @@ def retrieval_document(seed, length, *, n_distractors=4, depth=None):
     ``n_distractors`` distractor needles in the filler, then "? pass:" and the answer as the
     last token. ``depth`` (0..1) puts the pass needle at that fraction of the filler (default:
     anywhere)."""
-    rng = _rng(seed)
-    value = VALUE0 + int(rng.integers(N_VALUES))
+    _flatten(seed)
+    length = check.integer("length", length, minimum=1)
+    n_distractors = _count("n_distractors", n_distractors)
+    if depth is not None:
+        real_depth = check.real("depth", depth, minimum=0.0, maximum=1.0)
+        if not isinstance(depth, (int, float, np.number)):  # a 0-d array or tensor
+            depth = real_depth
     n_filler = length - 1 - NEEDLE_LEN * (1 + n_distractors) - QUERY_LEN - 1
     if n_filler < 0:
-        raise ValueError(f"length {length} is too short for {n_distractors} distractors and a query")
+        raise ValueError(f"length {length} is too short for {n_distractors} distractors "
+                         f"(n_distractors) and a query: it needs {length - n_filler}")
+    rng = _rng(seed)
+    value = VALUE0 + int(rng.integers(N_VALUES))
     filler = filler_tokens(rng, n_filler)
     needle_cut = int(rng.integers(0, n_filler + 1))
     if depth is not None:
-        if not 0.0 <= depth <= 1.0:
-            raise ValueError(f"depth must be in [0, 1], got {depth}")
         needle_cut = int(np.floor(depth * n_filler))
     other_cuts = rng.integers(0, n_filler + 1, size=n_distractors)
     events = [(needle_cut, "needle", [PASS, value])]
@@ -200,7 +249,11 @@ def stream_document(seed, length, *, block=512):
     and its query after 128..235 more filler words: the answer lands 136..243 tokens after the
     needle's ``pass:``, so every query is answerable from the last 252 tokens, and no earlier
     pass needle or query is among them (the previous block's are more than 256 back). A
-    ``length`` that is not 1 + a multiple of ``block`` ends with plain filler."""
+    ``length`` that is not 1 + a multiple of ``block`` ends with plain filler. ``block`` must
+    be at least ``MIN_STREAM_BLOCK`` (307), the longest needle-to-query layout."""
+    _flatten(seed)
+    length = check.integer("length", length, minimum=1)
+    block = check.integer("block", block, minimum=MIN_STREAM_BLOCK)
     rng = _rng(seed)
     n_blocks = (length - 1) // block
     out, answer_at, needle_at = [BOS], [], []
@@ -223,14 +276,22 @@ def stream_document(seed, length, *, block=512):
                     np.array(needle_at, dtype=np.int64))
 
 
-def training_batch(seed, batch, length=256, **kw):
+def training_batch(seed, batch, length=256, *, max_distractors=MAX_DISTRACTORS,
+                   max_queries=MAX_QUERIES):
     """(batch, length) int64 tokens and a (batch, length) bool mask of answer positions. Even
     rows are ``training_document((seed, i))`` (several queries anywhere after the needle), odd
-    rows ``retrieval_document((seed, i), n_distractors=0..8)``: the evaluation's shape."""
+    rows ``retrieval_document((seed, i), n_distractors=0..8)``: the evaluation's shape.
+    ``max_distractors``, ``max_queries``: those of ``training_document``."""
+    _flatten(seed)
+    batch = check.integer("batch", batch, minimum=1)
+    length = check.integer("length", length, minimum=1)
+    max_distractors = _count("max_distractors", max_distractors)
+    max_queries = check.integer("max_queries", max_queries, minimum=1)
     docs = []
     for i in range(batch):
         if i % 2 == 0:
-            docs.append(training_document((seed, i), length, **kw))
+            docs.append(training_document((seed, i), length, max_distractors=max_distractors,
+                                          max_queries=max_queries))
         else:
             n_other = int(_rng((seed, i, 1)).integers(0, MAX_DISTRACTORS + 1))
             docs.append(retrieval_document((seed, i), length, n_distractors=n_other))
@@ -243,6 +304,10 @@ def training_batch(seed, batch, length=256, **kw):
 
 def retrieval_batch(seed, length, batch, *, n_distractors=4):
     """(batch, length) tokens of ``retrieval_document((seed, length, i), length)``, i < batch."""
+    _flatten(seed)
+    length = check.integer("length", length, minimum=1)
+    batch = check.integer("batch", batch, minimum=1)
+    n_distractors = _count("n_distractors", n_distractors)
     return np.stack([retrieval_document((seed, length, i), length, n_distractors=n_distractors).tokens
                      for i in range(batch)])
 
@@ -257,11 +322,15 @@ def needle_haystack(seed, n_filler, *, n_distractors=HAYSTACK_DISTRACTORS):
     holding ``n_distractors`` needles "kNN: vMM" at random places. No distractor sits where a
     needle at a depth of ``HAYSTACK_DEPTHS`` (``needle_index(n_filler, depth)``) would split
     "kNN:" from its value, so every cell of a 0, 10, ..., 100 % grid sees whole pairs."""
-    rng = _rng(seed)
-    value = int(rng.integers(N_VALUES))
+    _flatten(seed)
+    n_filler = check.integer("n_filler", n_filler, minimum=0)
+    n_distractors = _count("n_distractors", n_distractors)
     n_pure = n_filler - NEEDLE_LEN * n_distractors
     if n_pure < 0:
-        raise ValueError(f"n_filler {n_filler} is too short for {n_distractors} distractors")
+        raise ValueError(f"n_filler {n_filler} is too short for {n_distractors} distractors "
+                         f"(n_distractors): they take {NEEDLE_LEN * n_distractors} tokens")
+    rng = _rng(seed)
+    value = int(rng.integers(N_VALUES))
     pure = list(filler_tokens(rng, n_pure))
     pairs = _distractors(rng, n_distractors)
     cuts = {needle_index(n_filler, d) for d in HAYSTACK_DEPTHS} if n_filler else set()

@@ -28,13 +28,16 @@ StreamingLLM does; ``positions="original"`` rotates by the original positions in
 """
 import copy
 import math
+import os
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lessonlib import _validate as check
 from lessonlib.attention import attention_mask
-from lessonlib.rope import cos_sin_table, rope_frequencies
+from lessonlib.rope import cos_sin_table, rope_frequencies, rotary_dim
 from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks read it without torch
 
 __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rotate",
@@ -43,24 +46,121 @@ __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rota
            "NeedleModel", "check_tokens"]
 
 
+# ------------------------------------------------------------------------------------------
+# Argument checks (lessonlib._validate's vocabulary, for torch tensors and the model's config)
+# ------------------------------------------------------------------------------------------
+
+_FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# The config keys the model reads, each an integer with this minimum (rms_norm_eps aside).
+_SHAPE_KEYS = {"vocab_size": 1, "hidden_size": 1, "intermediate_size": 1,
+               "num_hidden_layers": 1, "num_attention_heads": 1, "num_key_value_heads": 1,
+               "head_dim": 2, "max_position_embeddings": 1}
+
+
+def _tensor(name, t, *, ndim=None, finite=True):
+    """``t`` when it is a floating-point torch tensor (of rank ``ndim`` if given) holding no
+    NaN or inf; else ValueError naming ``name``, the count and the first bad index."""
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name} must be a torch tensor, got {check.describe(t)}")
+    if t.dtype not in _FLOATING:
+        raise ValueError(f"{name} must hold floating-point numbers, got dtype {t.dtype}")
+    if ndim is not None and t.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
+    if finite and t.numel():
+        bad = ~torch.isfinite(t.detach())
+        if bad.any():
+            at = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(f"{name} holds non-finite values ({int(bad.sum())} of {t.numel()}; "
+                             f"the first, {float(t[at])}, at index {at})")
+    return t
+
+
+def _model_config(config):
+    """A deep copy of ``config`` once every key the model reads is there and sensible: a
+    missing key or a value that would build a different model (no layers, 0 KV heads) is a
+    ValueError naming the key."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a config.json-style dict, got {check.describe(config)}")
+    c = copy.deepcopy(config)
+    for key, minimum in _SHAPE_KEYS.items():
+        if key not in c:
+            raise ValueError(f"config.{key} is missing (the model reads "
+                             f"{', '.join(_SHAPE_KEYS)} and rms_norm_eps)")
+        check.integer(key, c[key], minimum=minimum)
+    if "rms_norm_eps" not in c:
+        raise ValueError("config.rms_norm_eps is missing (RMSNorm's epsilon, e.g. 1e-5)")
+    check.real("rms_norm_eps", c["rms_norm_eps"], above=0.0)
+    if c["num_attention_heads"] % c["num_key_value_heads"]:
+        raise ValueError(f"num_attention_heads {c['num_attention_heads']} must be a multiple of "
+                         f"num_key_value_heads {c['num_key_value_heads']} (each KV head serves "
+                         f"a whole group of query heads)")
+    if "tie_word_embeddings" in c and not check.flag("tie_word_embeddings",
+                                                     c["tie_word_embeddings"]):
+        raise ValueError("tie_word_embeddings must be True: this model's output layer is its "
+                         "embedding (there are no separate output weights)")
+    rope_frequencies(c)  # the model's own rope: rope_theta, rope_scaling, partial_rotary_factor
+    return c
+
+
+def _rope_config(model_config, rope):
+    """The config whose rope fields run the model: its own (``rope=None``) or ``rope``, whose
+    head dim must be the model's (else the tables rotate the wrong number of dims)."""
+    if rope is None:
+        return model_config
+    if not isinstance(rope, dict):
+        raise ValueError(f"rope must be a config dict (e.g. with_rope_scaling(model.config, "
+                         f"{{...}})) or None, got {check.describe(rope)}")
+    hd = model_config["head_dim"]
+    if rope.get("head_dim") is not None:
+        check.integer("head_dim", rope["head_dim"], minimum=1)
+    r = rotary_dim(rope)
+    probe = {k: v for k, v in rope.items() if k != "qk_rope_head_dim"}
+    probe["head_dim"] = hd
+    if rotary_dim(probe) != r:
+        raise ValueError(f"rope.head_dim: the rope config's head dim ({rope.get('head_dim')!r}; "
+                         f"{r} rotated dims) is not the model's head_dim {hd} "
+                         f"({rotary_dim(probe)} rotated dims); build rope with "
+                         f"with_rope_scaling(model.config, ...)")
+    return rope
+
+
+def _tinylm(model):
+    if not isinstance(model, TinyLM):
+        raise ValueError(f"model must be a TinyLM (load_tinylm(...)), got {check.describe(model)}")
+    return model
+
+
 def with_rope_scaling(config, rope_scaling):
     """A copy of ``config`` with ``rope_scaling`` set (None: plain RoPE). The trained length is
-    recorded as ``original_max_position_embeddings`` where the rope type reads it (YaRN)."""
+    recorded as ``original_max_position_embeddings`` where the rope type reads it (YaRN).
+    The result is checked by ``lessonlib.rope.rope_frequencies``: a bad key fails here,
+    named (``rope_scaling.factor``), not at the first forward."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a config.json-style dict, got {check.describe(config)}")
+    if rope_scaling is not None and not isinstance(rope_scaling, dict):
+        raise ValueError(f"rope_scaling must be a dict (e.g. {{'rope_type': 'yarn', 'factor': "
+                         f"8.0}}) or None, got {check.describe(rope_scaling)}")
     out = copy.deepcopy(config)
     if rope_scaling is None:
         out.pop("rope_scaling", None)
-        return out
-    rs = dict(rope_scaling)
-    if rs.get("rope_type", rs.get("type")) == "yarn":
-        rs.setdefault("original_max_position_embeddings", config["max_position_embeddings"])
-    out["rope_scaling"] = rs
+    else:
+        rs = copy.deepcopy(rope_scaling)
+        if rs.get("rope_type", rs.get("type")) == "yarn":
+            if config.get("max_position_embeddings") is None:
+                raise ValueError("config.max_position_embeddings is missing: YaRN records it as "
+                                 "rope_scaling.original_max_position_embeddings")
+            rs.setdefault("original_max_position_embeddings", config["max_position_embeddings"])
+        out["rope_scaling"] = rs
+    rope_frequencies(out)
     return out
 
 
 def rope_tables(config, n_positions, seq_len=None):
     """(cos, sin) float32 torch tensors (n_positions, r/2), attention factor included, for the
     config's rope at served length ``seq_len`` (default ``n_positions``; drives dynamic NTK)."""
-    inv_freq, attention_factor = rope_frequencies(config, seq_len=seq_len or n_positions)
+    n_positions = check.integer("n_positions", n_positions, minimum=1)
+    seq_len = n_positions if seq_len is None else check.integer("seq_len", seq_len, minimum=1)
+    inv_freq, attention_factor = rope_frequencies(config, seq_len=seq_len)
     cos, sin = cos_sin_table(inv_freq, n_positions, attention_factor)
     return torch.from_numpy(cos), torch.from_numpy(sin)
 
@@ -69,6 +169,23 @@ def rotate(x, cos, sin):
     """NeoX RoPE on x (..., n, d) with cos/sin (n, r/2): pairs (i, i + r/2) turn, the tail
     (dims r..d-1) passes. Equal to ``lessonlib.rope.apply_rope(x, positions, inv_freq,
     attention_factor=af)`` when cos/sin are that rope's table rows for ``positions``."""
+    x = _tensor("x", x)
+    if x.ndim < 2:
+        raise ValueError(f"x must be (..., n, d), at least 2-D, got shape {tuple(x.shape)}")
+    cos, sin = _tensor("cos", cos, ndim=2), _tensor("sin", sin, ndim=2)
+    if sin.shape != cos.shape:
+        raise ValueError(f"sin must have cos's shape {tuple(cos.shape)}, got {tuple(sin.shape)}")
+    n, d = x.shape[-2:]
+    if cos.shape[0] != n:
+        raise ValueError(f"cos must have one row per position of x (n = {n}), got "
+                         f"{cos.shape[0]} rows")
+    if not 1 <= cos.shape[1] <= d // 2:
+        raise ValueError(f"cos must have 1 .. d/2 = {d // 2} columns (one per rotated pair of "
+                         f"x's {d} dims), got {cos.shape[1]}")
+    return _rotate(x, cos, sin)
+
+
+def _rotate(x, cos, sin):
     h = cos.shape[-1]
     x1, x2, tail = x[..., :h], x[..., h:2 * h], x[..., 2 * h:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, tail], dim=-1)
@@ -84,6 +201,8 @@ def check_tokens(tokens, vocab_size, name="tokens"):
     """``tokens`` if it is a (batch, n) integer tensor of ids in [0, vocab_size), n >= 1; else a
     ValueError naming the argument (an id out of range would otherwise index garbage or crash
     deep inside the embedding)."""
+    name = check.text("name", name)
+    vocab_size = check.integer("vocab_size", vocab_size, minimum=1)
     if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"{name} must be an int64 torch tensor of shape (batch, n), got "
                          f"{type(tokens).__name__}{'' if not hasattr(tokens, 'dtype') else ' ' + str(tokens.dtype)}")
@@ -167,7 +286,7 @@ class TinyLM(nn.Module):
 
     def __init__(self, config=None):
         super().__init__()
-        self.config = copy.deepcopy(DEFAULT_CONFIG if config is None else config)
+        self.config = _model_config(DEFAULT_CONFIG if config is None else config)
         c = self.config
         self.embed = nn.Embedding(c["vocab_size"], c["hidden_size"])
         self.layers = nn.ModuleList(Block(c) for _ in range(c["num_hidden_layers"]))
@@ -189,14 +308,18 @@ class TinyLM(nn.Module):
         (B, hq, n, n) tensors (explicit softmax instead of SDPA).
         """
         B, n = check_tokens(tokens, self.config["vocab_size"]).shape
-        cos, sin = rope_tables(self.config if rope is None else rope, n)
+        rope = _rope_config(self.config, rope)
+        window = None if window is None else check.integer("window", window, minimum=1)
+        sink_tokens = check.integer("sink_tokens", sink_tokens, minimum=0)
+        need_weights = check.flag("need_weights", need_weights)
+        cos, sin = rope_tables(rope, n)
         causal = window is None
         mask = None if causal else mask_tensor(n, n, window=window, sink_tokens=sink_tokens)
         x = self.embed(tokens)
         weights = []
         for layer in self.layers:
             q, k, v = layer.attn.qkv(layer.attn_norm(x))
-            o, p = layer.attn.attend(rotate(q, cos, sin), rotate(k, cos, sin), v, mask,
+            o, p = layer.attn.attend(_rotate(q, cos, sin), _rotate(k, cos, sin), v, mask,
                                      causal=causal, need_weights=need_weights)
             x = x + layer.attn.o_proj(o)
             x = x + layer.mlp(x)
@@ -216,14 +339,34 @@ class StreamingKVCache:
     entry's original position."""
 
     def __init__(self, n_sink=0, n_recent=None):
-        if n_sink < 0 or (n_recent is not None and n_recent < 1):
-            raise ValueError(f"need n_sink >= 0 and n_recent >= 1 or None, got {n_sink}, {n_recent}")
-        self.n_sink, self.n_recent = n_sink, n_recent
+        self.n_sink = check.integer("n_sink", n_sink, minimum=0)
+        self.n_recent = None if n_recent is None else check.integer("n_recent", n_recent,
+                                                                    minimum=1)
         self.k = self.v = None
         self.positions = torch.zeros(0, dtype=torch.long)
 
     def append(self, k, v, position):
-        """Add one token's k, v (B, hkv, 1, hd); evict the oldest non-sink entry if over."""
+        """Add one token's k, v (B, hkv, 1, hd); evict the oldest non-sink entry if over.
+        ``position``: the token's original position, after every position already added."""
+        k, v = _tensor("k", k, ndim=4), _tensor("v", v, ndim=4)
+        if k.shape[2] != 1:
+            raise ValueError(f"k must be one token's keys (B, hkv, 1, hd), got shape "
+                             f"{tuple(k.shape)}")
+        if v.shape[:3] != k.shape[:3]:
+            raise ValueError(f"v must be (B, hkv, 1, dv) like k {tuple(k.shape)}, got "
+                             f"{tuple(v.shape)}")
+        for name, new, held in (("k", k, self.k), ("v", v, self.v)):
+            same = held is None or (new.shape[:2] + new.shape[3:] == held.shape[:2]
+                                    + held.shape[3:] and new.dtype == held.dtype)
+            if not same:
+                raise ValueError(f"{name} must match the cached {name}: (B, hkv, 1, hd) = "
+                                 f"{tuple(held.shape[:2]) + (1,) + tuple(held.shape[3:])} "
+                                 f"{held.dtype}, got {tuple(new.shape)} {new.dtype}")
+        last = int(self.positions[-1]) if self.positions.numel() else -1
+        position = check.integer("position", position, minimum=last + 1)
+        self._push(k, v, position)
+
+    def _push(self, k, v, position):
         self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
         self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
         self.positions = torch.cat([self.positions, torch.tensor([position])])
@@ -243,21 +386,24 @@ def decode(model, tokens, *, n_sink=0, n_recent=None, positions="cache", rope=No
     (StreamingLLM); ``"original"``: by their original positions. ``rope``: as in ``forward``;
     frequencies are built for ``seq_len`` = the largest position used.
     """
-    if positions not in ("cache", "original"):
-        raise ValueError(f"positions must be 'cache' or 'original', got {positions!r}")
+    model = _tinylm(model)
     B, n = check_tokens(tokens, model.config["vocab_size"]).shape
+    n_sink = check.integer("n_sink", n_sink, minimum=0)
+    n_recent = None if n_recent is None else check.integer("n_recent", n_recent, minimum=1)
+    positions = check.choice("positions", positions, ("cache", "original"))
+    rope = _rope_config(model.config, rope)
     span = n if (n_recent is None or positions == "original") else min(n, n_sink + n_recent)
-    cos, sin = rope_tables(model.config if rope is None else rope, span)
+    cos, sin = rope_tables(rope, span)
     caches = [StreamingKVCache(n_sink, n_recent) for _ in model.layers]
     out = []
     for t in range(n):
         x = model.embed(tokens[:, t:t + 1])  # (B, 1, d)
         for layer, cache in zip(model.layers, caches):
             q, k, v = layer.attn.qkv(layer.attn_norm(x))
-            cache.append(k, v, t)
+            cache._push(k, v, t)
             pos = cache.positions if positions == "original" else torch.arange(cache.positions.numel())
-            kr = rotate(cache.k, cos[pos], sin[pos])
-            qr = rotate(q, cos[pos[-1:]], sin[pos[-1:]])
+            kr = _rotate(cache.k, cos[pos], sin[pos])
+            qr = _rotate(q, cos[pos[-1:]], sin[pos[-1:]])
             o, _ = layer.attn.attend(qr, kr, cache.v)
             x = x + layer.attn.o_proj(o)
             x = x + layer.mlp(x)
@@ -269,15 +415,54 @@ def decode(model, tokens, *, n_sink=0, n_recent=None, positions="cache", rope=No
 # Measurements
 # ------------------------------------------------------------------------------------------
 
+def _logits_and_tokens(logits, tokens):
+    """logits (B, n, V) finite floats and tokens (B, n) ids in [0, V), or ValueError."""
+    logits = _tensor("logits", logits, ndim=3)
+    tokens = check_tokens(tokens, logits.shape[-1])
+    if tuple(tokens.shape) != tuple(logits.shape[:2]):
+        raise ValueError(f"tokens must be (B, n) = {tuple(logits.shape[:2])} like logits' first "
+                         f"two dims, got {tuple(tokens.shape)}")
+    return logits, tokens
+
+
 def token_losses(logits, tokens):
     """Per-position next-token cross-entropy (B, n - 1), nats: position t predicts t + 1."""
+    logits, tokens = _logits_and_tokens(logits, tokens)
     return F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+
+
+def _answer_positions(answer_at, B, n, device):
+    """``answer_at`` as a (B, k) long tensor of positions in [1, n - 1]."""
+    if isinstance(answer_at, torch.Tensor):
+        if answer_at.dtype.is_floating_point or answer_at.dtype.is_complex \
+                or answer_at.dtype == torch.bool:
+            raise ValueError(f"answer_at must hold integer positions, got dtype {answer_at.dtype}")
+        a = answer_at.detach().to("cpu", torch.long)
+    else:
+        a = torch.from_numpy(np.array(check.array("answer_at", answer_at, kind="int"),
+                                      dtype=np.int64))
+    if a.ndim not in (1, 2) or a.numel() == 0:
+        raise ValueError(f"answer_at must be (B, k) or flat, with at least one position, got "
+                         f"shape {tuple(a.shape)}")
+    if a.ndim == 2 and a.shape[0] != B:
+        raise ValueError(f"answer_at must have one row per document (B = {B}), got shape "
+                         f"{tuple(a.shape)}")
+    if a.numel() % B:
+        raise ValueError(f"answer_at must hold k positions per document (B = {B}), got "
+                         f"{a.numel()}")
+    lo, hi = int(a.min()), int(a.max())
+    if lo < 1 or hi > n - 1:
+        raise ValueError(f"answer_at must be positions in [1, n - 1] = [1, {n - 1}] (each is "
+                         f"predicted from the position before), got values {lo}..{hi}")
+    return a.reshape(B, -1).to(device)
 
 
 def answer_accuracy(logits, tokens, answer_at):
     """Fraction of answers whose argmax prediction (from the position before) is right.
-    ``answer_at``: (B, k) or (k,) indices into each row."""
-    answer_at = torch.as_tensor(answer_at).reshape(tokens.shape[0], -1)
+    ``answer_at``: (B, k) positions into each row, or a flat array of B * k read as (B, k)
+    (one per row when it has B entries)."""
+    logits, tokens = _logits_and_tokens(logits, tokens)
+    answer_at = _answer_positions(answer_at, *tokens.shape, tokens.device)
     pred = logits.argmax(-1).gather(1, answer_at - 1)
     return (pred == tokens.gather(1, answer_at)).float().mean().item()
 
@@ -285,6 +470,19 @@ def answer_accuracy(logits, tokens, answer_at):
 def attention_to_first_tokens(weights, n_first=1, query_from=0):
     """(layers, hq) mean attention weight on keys 0..n_first-1, over queries at positions >=
     ``query_from`` and the batch, from ``forward(..., need_weights=True)``'s weights."""
+    if not isinstance(weights, (list, tuple)) or not weights:
+        raise ValueError(f"weights must be forward(..., need_weights=True)'s list of (B, hq, n, n) "
+                         f"tensors, one per layer, got {check.describe(weights)}")
+    for i, w in enumerate(weights):
+        if w is None:
+            raise ValueError(f"weights[{i}] is None: run forward(..., need_weights=True)")
+        _tensor(f"weights[{i}]", w, ndim=4)
+        if w.shape != weights[0].shape:
+            raise ValueError(f"weights[{i}] must have weights[0]'s shape "
+                             f"{tuple(weights[0].shape)}, got {tuple(w.shape)}")
+    nq, nk = weights[0].shape[2:]
+    n_first = check.integer("n_first", n_first, minimum=1, maximum=nk)
+    query_from = check.integer("query_from", query_from, minimum=0, maximum=nq - 1)
     return torch.stack([w[:, :, query_from:, :n_first].sum(-1).mean(dim=(0, 2)) for w in weights])
 
 
@@ -296,11 +494,25 @@ class NeedleModel:
 
     def __init__(self, model, rope=None):
         from lessonlib.kvtask import BOS, KVTokenizer
+        model = _tinylm(model)
+        rope = _rope_config(model.config, rope) if rope is not None else None
         self.model, self.rope, self.tok, self.bos = model, rope, KVTokenizer(), BOS
 
     @torch.no_grad()
     def __call__(self, prompt):
-        ids = [self.bos] + list(prompt.tokens) + self.tok.encode(prompt.question)
+        from lessonlib.kvtask import _token_ids
+        from lessonlib.needles import NeedlePrompt
+        if not isinstance(prompt, NeedlePrompt):
+            raise ValueError(f"prompt must be a NeedlePrompt (run_needle_grid(..., "
+                             f"pass_prompt=True, tokenizer=kvtask.KVTokenizer())), got "
+                             f"{check.describe(prompt)}")
+        context = _token_ids("prompt.tokens", prompt.tokens)
+        try:
+            question = self.tok.encode(prompt.question)
+        except ValueError as err:
+            raise ValueError(f"prompt.question must be words of the task (\"? pass:\"): "
+                             f"{err}") from None
+        ids = [self.bos] + context + question
         logits = self.model(torch.tensor([ids]), rope=self.rope)
         return "pass: " + self.tok.decode([int(logits[0, -1].argmax())])
 
@@ -312,23 +524,58 @@ class NeedleModel:
 def data_path(name):
     """The path of a file committed in ``lessonlib/data`` (checkpoints and result files)."""
     from importlib import resources
+    if not check.text("name", name):
+        raise ValueError("name must be a file name in lessonlib/data, got ''")
     return resources.files("lessonlib").joinpath("data", name)
+
+
+_CHECKPOINT_KEYS = ("config", "state_dict", "dtype")
 
 
 def save_tinylm(model, path, **extra):
     """Save config and weights, the weights as float16 (half the bytes; the model's own
-    numbers are those of the float16 weights, which ``load_tinylm`` widens back to float32)."""
+    numbers are those of the float16 weights, which ``load_tinylm`` widens back to float32).
+    ``path``: a file name or a writable file object; ``extra``: more entries to store."""
+    model = _tinylm(model)
+    if not isinstance(path, (str, os.PathLike)) and not callable(getattr(path, "write", None)):
+        raise ValueError(f"path must be a file name or a writable file, got {check.describe(path)}")
+    for key in extra:
+        if key in _CHECKPOINT_KEYS:
+            raise ValueError(f"{key} is one of the checkpoint's own entries "
+                             f"({', '.join(_CHECKPOINT_KEYS)}): store extra data under another "
+                             f"name")
     state = {k: v.detach().to(torch.float16) for k, v in model.state_dict().items()}
     torch.save({"config": model.config, "state_dict": state, "dtype": "float16", **extra}, path)
 
 
 def load_tinylm(name_or_path="tinylm.pt"):
     """A ``TinyLM`` in eval mode from ``lessonlib/data/<name>`` or a path."""
+    import pickle
     from pathlib import Path
+    if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path):
+        raise ValueError(f"name_or_path must be a checkpoint's file name or path, got "
+                         f"{check.describe(name_or_path)}")
     path = Path(name_or_path)
-    if not path.exists():
+    if not path.is_file():
         path = data_path(str(name_or_path))
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+        if not path.is_file():
+            from importlib import resources
+            committed = sorted(p.name for p in resources.files("lessonlib").joinpath(
+                "data").iterdir() if p.name.endswith(".pt"))
+            raise ValueError(f"name_or_path {str(name_or_path)!r} is neither a file nor a "
+                             f"checkpoint in lessonlib/data (there: {', '.join(committed)})")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, pickle.UnpicklingError, EOFError, ValueError, OSError) as err:
+        raise ValueError(f"name_or_path {str(name_or_path)!r} is not a save_tinylm checkpoint: "
+                         f"{err}") from None
+    if not isinstance(blob, dict) or not {"config", "state_dict"} <= set(blob):
+        raise ValueError(f"name_or_path {str(name_or_path)!r} is not a save_tinylm checkpoint "
+                         f"(no config and state_dict)")
     model = TinyLM(blob["config"])
-    model.load_state_dict({k: v.to(torch.float32) for k, v in blob["state_dict"].items()})
+    try:
+        model.load_state_dict({k: v.to(torch.float32) for k, v in blob["state_dict"].items()})
+    except (RuntimeError, AttributeError) as err:
+        raise ValueError(f"name_or_path {str(name_or_path)!r}: the weights do not fit the "
+                         f"checkpoint's config: {err}") from None
     return model.eval()

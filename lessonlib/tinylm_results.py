@@ -6,9 +6,12 @@ result files; notebook 10 reads them through these functions (numpy only, no tor
 import copy
 import csv
 import json
+import os
 from importlib import resources
 
 import numpy as np
+
+from lessonlib import _validate as check
 
 __all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESULT_NAMES", "load_results", "load_training_log", "extension_cell",
            "extension_table", "stream_summary", "sink_heads", "needle_rows"]
@@ -51,8 +54,10 @@ VARIANT_LABELS = {
 
 
 def label(model, variant):
-    """How the notebook names a (model, variant) cell of the experiments."""
-    name = VARIANT_LABELS.get(variant, variant)
+    """How the notebook names a (model, variant) cell of the experiments (a variant without a
+    label in ``VARIANT_LABELS`` is shown as its own name)."""
+    check.text("model", model)
+    name = VARIANT_LABELS.get(check.text("variant", variant), variant)
     return name if model == "base" or variant == "as_trained" else f"{model}: {name}"
 
 
@@ -60,15 +65,51 @@ def _data(name):
     return resources.files("lessonlib").joinpath("data", name)
 
 
+def _field(mapping, key, where, kind=None):
+    """``mapping[key]``, or ValueError naming ``where.key`` when ``mapping`` is not a dict or
+    lacks the key (a result file of another shape, or a hand-made dict missing a field)."""
+    if not isinstance(mapping, dict):
+        raise ValueError(f"{where} must be a result dict, got {check.describe(mapping)}")
+    if key not in mapping:
+        raise ValueError(f"{where}.{key} is missing (a result of scripts/tinylm_experiments.py "
+                         f"has it)")
+    value = mapping[key]
+    if kind is list and not isinstance(value, (list, tuple)):
+        raise ValueError(f"{where}.{key} must be a list, got {check.describe(value)}")
+    if kind is dict and not isinstance(value, dict):
+        raise ValueError(f"{where}.{key} must be a dict, got {check.describe(value)}")
+    if kind is int:
+        check.integer(f"{where}.{key}", value, minimum=1)
+    return value
+
+
+def _series(where, values, ndim=1):
+    """A per-bin list of numbers as an array (ints or floats, finite), not empty."""
+    a = check.array(where, values, kind="real", ndim=ndim)
+    if a.size == 0:
+        raise ValueError(f"{where} must not be empty")
+    return a
+
+
 def load_results(name, directory=None):
     """The result dict of one experiment (``extension``, ``needles``, ``sinks``,
     ``streaming``), from the committed files or from ``directory``."""
-    if name not in RESULT_NAMES:
-        raise ValueError(f"name must be one of {RESULT_NAMES}, got {name!r}")
+    name = check.choice("name", name, RESULT_NAMES)
     if directory is None:
         return json.loads(_data("tinylm_results").joinpath(f"{name}.json").read_text())
-    with open(f"{directory}/{name}.json") as f:
-        return json.load(f)
+    if not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"directory must be a folder's path or None, got "
+                         f"{check.describe(directory)}")
+    path = os.path.join(directory, f"{name}.json")
+    if not os.path.isfile(path):
+        raise ValueError(f"directory {str(directory)!r} has no {name}.json (scripts/"
+                         f"tinylm_experiments.py --out DIRECTORY writes it)")
+    with open(path) as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"directory {str(directory)!r}: {name}.json is not JSON: "
+                             f"{err}") from None
 
 
 def load_training_log():
@@ -77,23 +118,57 @@ def load_training_log():
     return rows, json.loads(_data("tinylm_train_log.json").read_text())
 
 
+def _cells(result, name, keys):
+    """``result["cells"]``: a list of dicts, each with ``keys``."""
+    cells = _field(result, "cells", name, list)
+    for i, c in enumerate(cells):
+        for key in keys:
+            _field(c, key, f"{name}.cells[{i}]")
+    return cells
+
+
+def _one_of(name, value, present, where):
+    if value not in present:
+        try:
+            ordered = sorted(present)
+        except TypeError:  # mixed types in a hand-made dict
+            ordered = sorted(present, key=str)
+        shown = ", ".join(repr(p) for p in ordered)
+        raise ValueError(f"{name} {value!r} is not in {where} (it has {shown})")
+
+
 def extension_cell(extension, model, variant, length):
     """The one cell of ``extension`` for (model, variant, length)."""
-    for c in extension["cells"]:
+    cells = _cells(extension, "extension", ("model", "variant", "length"))
+    check.text("model", model)
+    check.text("variant", variant)
+    length = check.integer("length", length, minimum=1)
+    for c in cells:
         if (c["model"], c["variant"], c["length"]) == (model, variant, length):
             return c
-    raise ValueError(f"no cell ({model!r}, {variant!r}, {length})")
+    _one_of("model", model, {c["model"] for c in cells}, "extension")
+    _one_of("variant", variant, {c["variant"] for c in cells if c["model"] == model},
+            f"extension for model {model!r}")
+    _one_of("length", length, {c["length"] for c in cells
+                               if (c["model"], c["variant"]) == (model, variant)},
+            f"extension for ({model!r}, {variant!r})")
+    raise AssertionError("unreachable")  # one of the three is missing
 
 
 def extension_table(extension, length):
     """Rows (model, variant, accuracy, mean loss, mean loss past the trained length) at one
     length, in the file's order. The last is None at the trained length itself."""
-    L0, b = extension["trained_length"], extension["loss_bin"]
+    L0 = _field(extension, "trained_length", "extension", int)
+    b = _field(extension, "loss_bin", "extension", int)
+    cells = _cells(extension, "extension", ("model", "variant", "length", "accuracy",
+                                            "mean_loss", "loss_by_position"))
+    length = check.integer("length", length, minimum=1)
+    _one_of("length", length, {c["length"] for c in cells}, "extension")
     rows = []
-    for c in extension["cells"]:
+    for i, c in enumerate(cells):
         if c["length"] != length:
             continue
-        y = np.asarray(c["loss_by_position"])
+        y = _series(f"extension.cells[{i}].loss_by_position", c["loss_by_position"])
         past = y[L0 // b:]
         rows.append((c["model"], c["variant"], c["accuracy"], c["mean_loss"],
                      float(past.mean()) if past.size else None))
@@ -102,13 +177,24 @@ def extension_table(extension, length):
 
 def stream_summary(streaming, start):
     """Per cache: mean loss and answer accuracy over the bins that start at or after
-    ``start`` (e.g. the cache size, where eviction begins)."""
-    b = streaming["bin"]
+    ``start`` (e.g. the cache size, where eviction begins); ``early_loss`` is the mean over
+    the bins before. ``start`` must leave at least one bin on each side."""
+    b = _field(streaming, "bin", "streaming", int)
+    caches = _field(streaming, "caches", "streaming", dict)
+    if not caches:
+        raise ValueError("streaming.caches must hold at least one cache")
+    series = {}
+    for name, c in caches.items():
+        where = f"streaming.caches.{name}"
+        series[name] = (_series(f"{where}.loss_by_position",
+                                _field(c, "loss_by_position", where)),
+                        _field(c, "answer_acc_by_position", where, list))
+    n_bins = min(len(loss) for loss, _ in series.values())
+    start = check.integer("start", start, minimum=1, maximum=(n_bins - 1) * b)
     out = {}
-    for name, c in streaming["caches"].items():
-        loss = np.asarray(c["loss_by_position"])
+    for name, (loss, answer_acc) in series.items():
         first = -(-start // b)  # the first bin starting at or after `start`
-        acc = [a for a in c["answer_acc_by_position"][first:] if a is not None]
+        acc = [a for a in answer_acc[first:] if a is not None]
         out[name] = {"loss": float(loss[first:].mean()), "early_loss": float(loss[:first].mean()),
                      "answer_acc": float(np.mean(acc)) if acc else None}
     return out
@@ -116,7 +202,15 @@ def stream_summary(streaming, start):
 
 def sink_heads(cell, *, key="mass_first1", top=None):
     """(layer, head, mass) for every head, heaviest first (``top`` of them if given)."""
-    m = np.asarray(cell[key])
+    check.text("key", key)
+    if not isinstance(cell, dict):
+        raise ValueError(f"cell must be one of a sinks result's cells (a dict), got "
+                         f"{check.describe(cell)}")
+    if key not in cell:
+        masses = sorted(k for k in cell if str(k).startswith("mass_"))
+        raise ValueError(f"key {key!r} is not in the cell (it has {', '.join(masses)})")
+    m = _series(f"cell.{key}", cell[key], ndim=2)
+    top = None if top is None else check.integer("top", top, minimum=1)
     order = np.argsort(-m, axis=None, kind="stable")
     rows = [(int(i // m.shape[1]), int(i % m.shape[1]), float(m.flat[i])) for i in order]
     return rows[:top] if top else rows
@@ -124,5 +218,9 @@ def sink_heads(cell, *, key="mass_first1", top=None):
 
 def needle_rows(needles, cell):
     """(context length, mean fraction found over depths, found fraction per depth) per row."""
-    frac = np.asarray(cell["found_fraction"])
+    lengths = _field(needles, "lengths", "needles", list)
+    frac = _series("cell.found_fraction", _field(cell, "found_fraction", "cell"), ndim=2)
+    if frac.shape[0] != len(lengths):
+        raise ValueError(f"cell.found_fraction must have one row per length of needles "
+                         f"({len(lengths)}), got shape {frac.shape}")
     return [(n, float(row.mean()), row.tolist()) for n, row in zip(needles["lengths"], frac)]

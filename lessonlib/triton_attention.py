@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._validate import int_at_least
+from . import _validate as check
 from .kernel_plan import LOG2_E, TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from .kernel_plan import block_d as _block_d
 
@@ -45,6 +45,9 @@ __all__ = ["flash_attention", "kernel_tile_map", "default_config", "TILE_SKIPPED
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256
 _MAX_GRID_Y = 65535  # CUDA's limit on the grid's second axis, where (batch x head) goes
+_MAX_WARPS = 32  # 32 warps x 32 threads = 1024, CUDA's limit on the threads of one program
+_MAX_TILE = tl.core.TRITON_MAX_TENSOR_NUMEL  # elements in one Triton tensor (2**20)
+_FP32_MAX = float(torch.finfo(torch.float32).max)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -255,25 +258,36 @@ def flash_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     `block_m`, `block_n` (powers of two >= 16), `num_warps`, `num_stages`: tuning knobs; the
     defaults depend on the head dim and on GPU vs interpreter (see `default_config`).
 
+    Every argument is checked before the launch: NaN or inf in q, k or v is a ValueError naming
+    the tensor. Finite q and k whose scores could pass float32's range (max|q| max|k| d scale,
+    a bound) are run, and an output that overflowed is a ValueError saying what to scale.
+
     Runs on a CUDA device, or on the CPU when TRITON_INTERPRET=1; otherwise RuntimeError.
     """
     b, hq, nq, d = _check_qkv(q, k, v)
-    causal = _check_causal(causal)
+    causal = check.flag("causal", causal)
     window = _check_window(window)
-    sink_tokens = int_at_least("sink_tokens", sink_tokens, 0)
+    sink_tokens = check.integer("sink_tokens", sink_tokens, minimum=0)
     sink = _check_sink_logits(sink_logits, hq, q.device)
     scale = _check_scale(scale, d)
     config = default_config(d, nq, q.dtype)
     for name, given in (("block_m", block_m), ("block_n", block_n)):
         if given is not None:
             config[name] = _check_block(given, name)
-    for name, given in (("num_warps", num_warps), ("num_stages", num_stages)):
-        if given is not None:
-            config[name] = int_at_least(name, given, 1)
+    _check_tiles(config["block_m"], config["block_n"], d)
+    if num_warps is not None:
+        config["num_warps"] = _check_num_warps(num_warps)
+    if num_stages is not None:
+        config["num_stages"] = check.integer("num_stages", num_stages, minimum=1)
+    bound = _score_bound(q, k, v, scale)  # also: NaN or inf in q, k, v is an error here
     _check_runnable(q)
 
     o = torch.empty((b, hq, nq, d), dtype=q.dtype, device=q.device)
     _launch(q, k, v, o, causal, window, sink_tokens, sink, scale, config, tiles=None)
+    if bound >= _FP32_MAX and not torch.isfinite(o).all():
+        raise ValueError(f"finite q and k overflowed the scores in float32: max|q| x max|k| x d x "
+                         f"max(1, scale x log2 e) = {bound:.3g} against a maximum of "
+                         f"{_FP32_MAX:.3g}; scale q or k down")
     return o
 
 
@@ -286,7 +300,14 @@ def default_config(d, nq=None, dtype=torch.float16):
     the window and sink masks under triton 3.7); d = 256 takes 64 x 32 tiles. fp32
     (exact "ieee" dot products, no tensor-core shortcut) takes 32 x 32 tiles. A short query
     (decode) gets a smaller BLOCK_M. Interpreter: time goes by (programs x key blocks), so 64 x 64.
+    ``d``: the head dim, 1..256; ``nq``: the query length or None; ``dtype``: torch.float32,
+    torch.float16 or torch.bfloat16.
     """
+    d = check.integer("d", d, minimum=1, maximum=_MAX_HEAD_DIM)
+    nq = None if nq is None else check.integer("nq", nq, minimum=1)
+    if not isinstance(dtype, torch.dtype) or dtype not in _DTYPES:  # (a numpy type too)
+        raise ValueError(f"dtype must be one of torch.float32, torch.float16, torch.bfloat16; "
+                         f"got {dtype!r} (a {type(dtype).__name__})")
     block_d = _block_d(d)
     short_m = max(16, triton.next_power_of_2(nq)) if nq is not None else 128
     if _interpreting():
@@ -343,15 +364,16 @@ def kernel_tile_map(nq, nk, *, causal=False, window=None, sink_tokens=0, block_m
     TILE_MASKED or TILE_FULL for each (query block, key block): the kernel's own loop bounds,
     not a re-derivation of them. Sums of it are the kernel's work.
     """
-    nq = int_at_least("nq", nq, 1)
-    nk = int_at_least("nk", nk, 1)
+    nq = check.integer("nq", nq, minimum=1)
+    nk = check.integer("nk", nk, minimum=1)
     if nq > nk:
         raise ValueError(f"nq must be <= nk (the queries are the last nq keys), got {nq} > {nk}")
-    causal = _check_causal(causal)
+    causal = check.flag("causal", causal)
     window = _check_window(window)
-    sink_tokens = int_at_least("sink_tokens", sink_tokens, 0)
+    sink_tokens = check.integer("sink_tokens", sink_tokens, minimum=0)
     block_m = _check_block(block_m, "block_m")
     block_n = _check_block(block_n, "block_n")
+    _check_tiles(block_m, block_n, 16)
     _check_runnable(None)
     device = "cpu" if _interpreting() else "cuda"
     gen = torch.Generator().manual_seed(0)
@@ -406,22 +428,57 @@ def _check_qkv(q, k, v):
     return b, hq, nq, d
 
 
+def _non_finite(name, t):
+    """The ValueError for a tensor holding NaN or inf: the count and the first index."""
+    bad = ~torch.isfinite(t.detach())
+    at = tuple(int(i) for i in bad.nonzero()[0])
+    return ValueError(f"{name} holds non-finite values ({int(bad.sum())} of {t.numel()}; the "
+                      f"first, {float(t[at])}, at index {at}): NaN or inf would come back as "
+                      f"rows of NaN")
+
+
+def _score_bound(q, k, v, scale):
+    """max|q| x max|k| x d x max(1, scale log2 e): no score, nor its dot product before the
+    scale, is larger. One reduction per tensor (and one device sync) also finds NaN and inf."""
+    peaks = torch.stack([torch.linalg.vector_norm(t.detach(), ord=math.inf).float()
+                         for t in (q, k, v)]).tolist()  # max |x|, NaN if any is NaN
+    for name, t, peak in zip("qkv", (q, k, v), peaks):
+        if not math.isfinite(peak):
+            raise _non_finite(name, t)
+    return peaks[0] * peaks[1] * q.shape[-1] * max(1.0, scale * LOG2_E)
+
+
 def _check_block(value, name):
-    value = int_at_least(name, value, 1)
+    value = check.integer(name, value, minimum=1)
     if value < 16 or value & (value - 1):
         raise ValueError(f"{name} must be a power of two >= 16 (tl.arange needs a power of two, "
                          f"tl.dot at least 16), got {value}")
     return value
 
 
-def _check_causal(causal):
-    if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal must be True or False, got {causal!r}")
-    return bool(causal)
+def _check_tiles(block_m, block_n, d):
+    """Each tile the kernel holds, (block_m, BLOCK_D), (block_n, BLOCK_D) and the score tile
+    (block_m, block_n), must fit in one Triton tensor (TRITON_MAX_TENSOR_NUMEL elements)."""
+    block_d = _block_d(d)
+    for names, numel in (("block_m", block_m * block_d), ("block_n", block_n * block_d),
+                         ("block_m x block_n", block_m * block_n)):
+        if numel > _MAX_TILE:
+            raise ValueError(f"{names} too large: the kernel's tile of {numel:,} elements "
+                             f"(block_m = {block_m}, block_n = {block_n}, BLOCK_D = {block_d}) "
+                             f"passes Triton's limit of {_MAX_TILE:,} per tensor; choose "
+                             f"smaller blocks")
+
+
+def _check_num_warps(value):
+    value = check.integer("num_warps", value, minimum=1, maximum=_MAX_WARPS)
+    if value & (value - 1):
+        raise ValueError(f"num_warps must be a power of two (Triton lays out a program's warps "
+                         f"in powers of two), got {value}")
+    return value
 
 
 def _check_window(window):
-    return None if window is None else int_at_least("window", window, 1)
+    return None if window is None else check.integer("window", window, minimum=1)
 
 
 def _check_sink_logits(sink_logits, hq, device):
@@ -429,30 +486,29 @@ def _check_sink_logits(sink_logits, hq, device):
     if sink_logits is None:
         return None
     if isinstance(sink_logits, torch.Tensor):
+        if sink_logits.dtype == torch.bool or sink_logits.dtype.is_complex:
+            raise ValueError(f"sink_logits must hold real numbers, got dtype {sink_logits.dtype}")
         sink = sink_logits.detach().to("cpu", torch.float64)
+        if not torch.isfinite(sink).all():
+            raise _non_finite("sink_logits", sink)
     else:
-        try:
-            sink = torch.as_tensor(np.asarray(sink_logits, dtype=np.float64))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"sink_logits must be {hq} numbers, one per query head: "
-                             f"{err}") from None
+        sink = torch.from_numpy(np.asarray(
+            check.array("sink_logits", sink_logits, kind="real"), dtype=np.float64))
     if sink.shape != (hq,):
         raise ValueError(f"sink_logits must have shape (hq,) = ({hq},), got {tuple(sink.shape)}")
-    if not torch.isfinite(sink).all():
-        raise ValueError("sink_logits must be finite")
+    if float(sink.abs().max()) * LOG2_E >= _FP32_MAX:
+        raise ValueError(f"sink_logits must be smaller than {_FP32_MAX / LOG2_E:.3g} in magnitude "
+                         f"(the kernel holds them as float32 in log2 units), got "
+                         f"{float(sink.abs().max()):.3g}")
     return (sink * LOG2_E).to(device=device, dtype=torch.float32)
 
 
 def _check_scale(scale, d):
+    """1 / sqrt(d) for None; else a finite number > 0 that stays finite as the kernel's float32
+    scale x log2(e)."""
     if scale is None:
         return 1.0 / math.sqrt(d)
-    try:
-        scale = float(scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"scale must be a number, got {scale!r}") from None
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a positive finite number, got {scale}")
-    return scale
+    return check.real("scale", scale, above=0.0, below=_FP32_MAX / LOG2_E)
 
 
 def _interpreting():

@@ -1,14 +1,15 @@
-"""lessonlib.tinylm and lessonlib.kvtask: the task, the model against a numpy reference built from
-lessonlib.rope.apply_rope and lessonlib.attention.naive_attention, the KV-cache paths against
-the full forward and lessonlib.streaming.StreamingCache, the committed checkpoints, and the
-committed result files against a rerun of scripts/tinylm_experiments.py --reduced."""
+"""lessonlib.tinylm: the model against a numpy reference built from lessonlib.rope.apply_rope and
+lessonlib.attention.naive_attention, the KV-cache paths against the full forward and
+lessonlib.streaming.StreamingCache, the committed checkpoints, and the committed result files
+against a rerun of scripts/tinylm_experiments.py --reduced. The task it learns (lessonlib.kvtask)
+is tested in tests/test_kvtask.py."""
 import importlib.util
 import json
 import os
 
 import numpy as np
 import pytest
-from _support import needs, optional
+from _support import needs, optional, skip_module_without
 
 from lessonlib import kvtask, needles, tinylm_results
 from lessonlib.attention import attention_mask, naive_attention
@@ -16,11 +17,12 @@ from lessonlib.rope import apply_rope, rope_frequencies
 from lessonlib.streaming import StreamingCache
 from lessonlib.tinylm_results import DEFAULT_CONFIG
 
-torch = optional("torch")  # the task's tests (kvtask) run without it; the model's need it
-if torch is not None:
-    from lessonlib.tinylm import (NeedleModel, StreamingKVCache, TinyLM, answer_accuracy,
-                                 attention_to_first_tokens, decode, load_tinylm, mask_tensor,
-                                 rope_tables, rotate, token_losses, with_rope_scaling)
+skip_module_without("torch")  # every test here runs the model (kvtask's: tests/test_kvtask.py)
+torch = optional("torch")
+from lessonlib.tinylm import (NeedleModel, StreamingKVCache, TinyLM, answer_accuracy,  # noqa: E402
+                              attention_to_first_tokens, check_tokens, data_path, decode,
+                              load_tinylm, mask_tensor, rope_tables, rotate, save_tinylm,
+                              token_losses, with_rope_scaling)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "lessonlib", "data")
@@ -34,9 +36,6 @@ VARIANTS = [None, {"rope_type": "linear", "factor": 4.0}, {"rope_type": "ntk", "
 
 @pytest.fixture(scope="module", autouse=True)
 def _threads():
-    if torch is None:
-        yield
-        return
     old = torch.get_num_threads()
     torch.set_num_threads(2)
     yield
@@ -53,107 +52,6 @@ def small_model(seed=0):
             if p.ndim == 2:
                 p.normal_(0.0, 0.3)
     return model
-
-
-# --------------------------------------------------------------------------- the task
-
-def test_documents_are_deterministic_and_well_formed():
-    a, b = kvtask.training_document((5, 3)), kvtask.training_document((5, 3))
-    np.testing.assert_array_equal(a.tokens, b.tokens)
-    assert not np.array_equal(a.tokens, kvtask.training_document((5, 4)).tokens)
-    for seed in range(40):
-        d = kvtask.training_document((seed,), 256)
-        t = d.tokens
-        assert t.shape == (256,) and t[0] == kvtask.BOS and len(d.answer_at) >= 1
-        assert np.sum(t == kvtask.PASS) == 1 + len(d.answer_at)  # one needle, then the queries
-        for ans, at in zip(d.answer_at, d.needle_at):
-            # the query "? pass:" asks for the needle "pass: v", and the answer is v
-            assert t[ans - 2] == kvtask.QUERY and t[ans - 1] == kvtask.PASS == t[at]
-            assert t[ans] == t[at + 1] and kvtask.VALUE0 <= t[ans] < kvtask.FILLER0
-            assert at < ans - 2
-        keys = t[(t >= kvtask.KEY0) & (t < kvtask.VALUE0)]
-        assert len(set(keys)) == len(keys)  # distractor keys are distinct
-        after_key = np.flatnonzero((t[:-1] >= kvtask.KEY0) & (t[:-1] < kvtask.VALUE0)) + 1
-        assert np.all((t[after_key] >= kvtask.VALUE0) & (t[after_key] < kvtask.FILLER0))
-
-
-@pytest.mark.parametrize("length", [64, 256, 1000])
-def test_retrieval_document_ends_with_its_answer(length):
-    for i in range(10):
-        d = kvtask.retrieval_document((1, length, i), length)
-        t = d.tokens
-        assert t.shape == (length,) and t[0] == kvtask.BOS and d.answer_at.tolist() == [length - 1]
-        at = d.needle_at[0]
-        assert t[at] == kvtask.PASS and t[-1] == t[at + 1] and t[-3] == kvtask.QUERY
-        assert np.sum(t == kvtask.PASS) == 2
-        assert np.sum((t >= kvtask.KEY0) & (t < kvtask.VALUE0)) == 4  # the distractors
-    assert kvtask.retrieval_document((1, length, 0), length, depth=0.0).needle_at[0] == 1
-    end = kvtask.retrieval_document((1, length, 0), length, depth=1.0, n_distractors=0)
-    assert end.needle_at[0] == length - 5  # "pass: v ? pass: v" closes the document
-    with pytest.raises(ValueError, match="depth"):
-        kvtask.retrieval_document(1, length, depth=1.5)
-
-
-@pytest.mark.parametrize("n_filler", [40, 60, 251, 507, 2043])
-def test_needle_haystack_never_splits_a_distractor(n_filler):
-    """Wherever a 0, 10, ..., 100 % needle goes, "kNN:" keeps its value right after it."""
-    tok = kvtask.KVTokenizer()
-    for trial in range(6):
-        needle, filler = kvtask.needle_haystack((3, trial, n_filler), n_filler)
-        assert (needle, filler) == kvtask.needle_haystack((3, trial, n_filler), n_filler)
-        assert len(filler) == n_filler and needle.startswith("pass: v")
-        assert sum(kvtask.KEY0 <= x < kvtask.VALUE0 for x in filler) == 4
-        for depth in kvtask.HAYSTACK_DEPTHS:
-            p = needles.build_needle_prompt(n_filler, depth, needle=needle, filler=filler,
-                                            tokenizer=tok, question="? pass:")
-            t = list(p.tokens)
-            assert t[p.needle_index:p.needle_index + 2] == tok.encode(needle)
-            keys = [i for i, x in enumerate(t) if kvtask.KEY0 <= x < kvtask.VALUE0]
-            assert all(kvtask.VALUE0 <= t[i + 1] < kvtask.FILLER0 for i in keys), (trial, depth)
-    with pytest.raises(ValueError, match="n_filler 7 is too short for 4"):
-        kvtask.needle_haystack(1, 7)
-    with pytest.raises(ValueError, match="n_filler 9 is too short to keep"):
-        kvtask.needle_haystack(1, 9)  # every position of 9 tokens is some depth's needle slot
-
-
-def test_stream_queries_are_answerable_in_a_window_of_256():
-    d = kvtask.stream_document((4, 0), 4096)
-    t = d.tokens
-    assert t.shape == (4096,) and len(d.answer_at) == 4095 // 512
-    gap = d.answer_at - d.needle_at
-    # needle cut + 128..235 filler words, + the needle, 2 distractors and "? pass:" before it
-    assert gap.min() >= 128 + 2 + 4 + 2 and gap.max() <= 235 + 2 + 4 + 2
-    assert np.all(t[d.answer_at] == t[d.needle_at + 1]) and np.all(t[d.needle_at] == kvtask.PASS)
-    passes = np.flatnonzero(t == kvtask.PASS)  # needles and queries
-    for a, at in zip(d.answer_at, d.needle_at):  # nothing else about the pass key in the window
-        recent = passes[(passes > a - 256) & (passes < a - 1)]
-        assert recent.tolist() == [at]
-    assert np.all(d.needle_at >= 5)  # the first 4 tokens (sinks) never hold a needle
-    np.testing.assert_array_equal(kvtask.stream_document((4, 0), 4096).tokens, t)
-
-
-def test_skip_bigram_filler_follows_its_table():
-    table = kvtask.skip_bigram_table()
-    np.testing.assert_allclose(table.sum(1), 1.0)
-    assert np.all((table > 0).sum(1) == kvtask.SUCCESSORS)
-    f = kvtask.filler_tokens(np.random.default_rng(0), 20000) - kvtask.FILLER0
-    counts = np.zeros_like(table)
-    np.add.at(counts, (f[:-2], f[2:]), 1)
-    assert np.all(counts[table == 0] == 0)  # never an impossible successor
-    seen = counts.sum(1) >= 300  # rows seen often enough to compare frequencies
-    assert seen.sum() >= 20
-    emp = counts[seen] / counts[seen].sum(1, keepdims=True)
-    np.testing.assert_allclose(emp, table[seen], atol=0.1)
-
-
-def test_tokenizer_round_trip_and_rejects_unknown_words():
-    tok = kvtask.KVTokenizer()
-    assert tok.encode("<bos> k03: v17 f63") == [kvtask.BOS, kvtask.KEY0 + 3, kvtask.VALUE0 + 17,
-                                                kvtask.FILLER0 + 63]
-    assert tok.decode(tok.encode("? pass: v00")) == "? pass: v00"
-    with pytest.raises(ValueError, match="w7"):
-        tok.encode("k01: w7")
-    assert len(kvtask.VOCAB) == kvtask.VOCAB_SIZE == DEFAULT_CONFIG["vocab_size"]
 
 
 # --------------------------------------------------------------------------- RoPE and masks
@@ -256,13 +154,19 @@ def test_a_malformed_rope_scaling_names_its_key():
             model(tokens, rope=with_rope_scaling(model.config, rope_scaling))
 
 
+def _documents_through(model, n_docs):
+    """(tokens, logits, weights) of ``n_docs`` 30-token retrieval documents."""
+    tokens = torch.from_numpy(np.stack([kvtask.retrieval_document((6, 30, i), 30).tokens
+                                        for i in range(n_docs)]))
+    with torch.no_grad():
+        logits, weights = model(tokens, need_weights=True)
+    return tokens, logits, weights
+
+
 @needs("torch")
 def test_measurements_against_hand_computation():
     model = small_model(2)
-    tokens = torch.from_numpy(np.stack([kvtask.retrieval_document((6, 30, i), 30).tokens
-                                        for i in range(3)]))
-    with torch.no_grad():
-        logits, weights = model(tokens, need_weights=True)
+    tokens, logits, weights = _documents_through(model, 3)
     lg = logits.double().numpy()
     logp = lg - np.log(np.exp(lg - lg.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
         - lg.max(-1, keepdims=True)
@@ -293,19 +197,6 @@ def test_needle_model_answers_with_the_argmax_after_the_question():
                                    question="? pass:", filler=filler, tokenizer=tok,
                                    pass_prompt=True, progress=False)
     assert grid.found.shape == (1, 2)
-
-
-def test_training_batch_marks_exactly_the_answers():
-    tokens, answers = kvtask.training_batch(5, 6, 128)
-    assert tokens.shape == answers.shape == (6, 128) and np.all(tokens[:, 0] == kvtask.BOS)
-    for b in range(6):
-        at = np.flatnonzero(answers[b])
-        assert len(at) >= 1
-        assert np.all(tokens[b, at - 2] == kvtask.QUERY) and np.all(tokens[b, at - 1] == kvtask.PASS)
-        queries = np.flatnonzero(tokens[b] == kvtask.QUERY)
-        np.testing.assert_array_equal(queries + 2, at)  # every query is answered, nothing else
-    assert answers[1].sum() == 1 and answers[1, -1]  # odd rows: the evaluation's shape
-    np.testing.assert_array_equal(kvtask.training_batch(5, 6, 128)[0], tokens)
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -463,6 +354,370 @@ def test_committed_results_are_reproduced_by_the_reduced_grid(tmp_path):
         k = len(c["loss_by_position"]) - 1  # the last bin of the reduced run is partial
         _close(c["loss_by_position"][:k], s_full["caches"][name]["loss_by_position"][:k],
                f"streaming {name}")
+
+
+# --------------------------------------------------------------------------- issue 13 examples
+
+def _small_config(**changes):
+    return dict(DEFAULT_CONFIG, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                head_dim=8) | changes
+
+
+def test_a_rope_config_with_another_head_dim_is_named(base):
+    """Half the dims rotated, logits off by 14: now the key that disagrees is named."""
+    tokens = torch.from_numpy(kvtask.retrieval_document((1, 40, 0), 40).tokens)[None]
+    for rope in (dict(DEFAULT_CONFIG, head_dim=16),
+                 with_rope_scaling(dict(DEFAULT_CONFIG, head_dim=64), {"rope_type": "linear",
+                                                                       "factor": 2.0})):
+        with pytest.raises(ValueError, match=r"^rope.head_dim: the rope config's head dim .* is "
+                                             r"not the model's head_dim 32"):
+            base(tokens, rope=rope)
+        with pytest.raises(ValueError, match=r"^rope.head_dim"):
+            decode(base, tokens[:, :4], rope=rope)
+        with pytest.raises(ValueError, match=r"^rope.head_dim"):
+            NeedleModel(base, rope)
+    # a partial rotary factor is a rope choice, not a shape mismatch: it runs
+    with torch.no_grad():
+        partial = base(tokens, rope=dict(DEFAULT_CONFIG, partial_rotary_factor=0.5))
+    assert torch.isfinite(partial).all()
+
+
+@pytest.mark.parametrize("changes, says", [
+    (dict(num_hidden_layers=-1), r"^num_hidden_layers must be an integer >= 1, got -1"),
+    (dict(num_hidden_layers=0), r"^num_hidden_layers must be an integer >= 1, got 0"),
+    (dict(num_key_value_heads=0), r"^num_key_value_heads must be an integer >= 1, got 0"),
+    (dict(num_key_value_heads=3), r"^num_attention_heads 4 must be a multiple of "
+                                  r"num_key_value_heads 3"),
+    (dict(num_attention_heads=2.0), r"^num_attention_heads must be an integer, got the float"),
+    (dict(head_dim=7), r"head_dim"),
+    (dict(rms_norm_eps=0.0), r"^rms_norm_eps must be a number > 0.0"),
+    (dict(tie_word_embeddings=False), r"^tie_word_embeddings must be True"),
+    (dict(rope_scaling={"rope_type": "linear", "factor": 0.5}), r"rope_scaling.factor"),
+])
+def test_a_config_that_builds_another_model_is_named(changes, says):
+    with pytest.raises(ValueError, match=says):
+        TinyLM(_small_config(**changes))
+
+
+@pytest.mark.parametrize("key", ["hidden_size", "vocab_size", "num_key_value_heads", "head_dim",
+                                 "rms_norm_eps"])
+def test_a_missing_config_key_is_named(key):
+    cfg = _small_config()
+    del cfg[key]  # was KeyError: 'hidden_size'
+    with pytest.raises(ValueError, match=rf"^config.{key} is missing"):
+        TinyLM(cfg)
+
+
+def test_with_rope_scaling_checks_what_it_builds():
+    assert with_rope_scaling(DEFAULT_CONFIG, {"rope_type": "yarn", "factor": 8.0})[
+        "rope_scaling"]["original_max_position_embeddings"] == 256
+    assert "rope_scaling" not in with_rope_scaling(dict(DEFAULT_CONFIG, rope_scaling={}), None)
+    with pytest.raises(ValueError, match=r"^rope_scaling must be a dict"):
+        with_rope_scaling(DEFAULT_CONFIG, "yarn")
+    with pytest.raises(ValueError, match=r"^config must be a config.json-style dict"):
+        with_rope_scaling(None, {"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match=r"rope_scaling.factor"):
+        with_rope_scaling(DEFAULT_CONFIG, {"rope_type": "linear", "factor": -2.0})
+    cfg = dict(DEFAULT_CONFIG)
+    del cfg["max_position_embeddings"]
+    with pytest.raises(ValueError, match=r"^config.max_position_embeddings is missing"):
+        with_rope_scaling(cfg, {"rope_type": "yarn", "factor": 8.0})
+
+
+def test_decode_arguments_are_named():
+    model = small_model()
+    doc = kvtask.retrieval_document((2, 12, 0), 12, n_distractors=1)
+    tokens = torch.from_numpy(doc.tokens)[None]
+    for kwargs, says in [(dict(n_sink=True), r"^n_sink must be an integer, got True \(a bool\)"),
+                         (dict(n_sink=-1), r"^n_sink must be an integer >= 0"),
+                         (dict(n_recent=0), r"^n_recent must be an integer >= 1"),
+                         (dict(n_recent=4.0), r"^n_recent must be an integer, got the float"),
+                         (dict(positions="slots"),
+                          r"^positions must be one of 'cache', 'original'"),
+                         (dict(positions="Cache"), r"^positions must be one of"),
+                         (dict(rope="yarn"), r"^rope must be a config dict")]:
+        with pytest.raises(ValueError, match=says):
+            decode(model, tokens, **kwargs)
+    with pytest.raises(ValueError, match=r"^model must be a TinyLM"):
+        decode(lambda t: t, tokens)
+
+
+def test_measurement_indices_are_named():
+    model = small_model(2)
+    tokens, logits, weights = _documents_through(model, 2)
+    with torch.no_grad():
+        plain = model(tokens)
+    for answer_at, says in [(torch.full((2, 1), 0), r"^answer_at must be positions in \[1, n - 1\] "
+                                                    r"= \[1, 29\] .* got values 0\.\.0"),
+                            (torch.full((2, 1), 30), r"got values 30\.\.30"),  # was an IndexError
+                            (torch.full((2, 1), 29.0), r"^answer_at must hold integer positions"),
+                            ([[True], [False]], r"^answer_at must hold integers"),
+                            (torch.full((3, 1), 29), r"^answer_at must have one row per document"),
+                            (torch.tensor([29, 28, 27]), r"^answer_at must hold k positions per "
+                                                         r"document \(B = 2\)"),
+                            (torch.zeros(0, dtype=torch.long), r"at least one position")]:
+        with pytest.raises(ValueError, match=says):
+            answer_accuracy(logits, tokens, answer_at)
+    # a flat array of B entries is one position per row, as before
+    assert answer_accuracy(logits, tokens, torch.tensor([29, 29])) == \
+        answer_accuracy(logits, tokens, torch.full((2, 1), 29))
+    assert answer_accuracy(logits, tokens, np.array([[29], [29]])) == \
+        answer_accuracy(logits, tokens, [[29], [29]])
+    for kwargs, says in [(dict(n_first=0), r"^n_first must be an integer >= 1 and <= 30"),
+                         (dict(n_first=31), r"^n_first must be"),
+                         (dict(query_from=30), r"^query_from must be an integer >= 0 and <= 29"),
+                         (dict(query_from=-1), r"^query_from must be")]:
+        with pytest.raises(ValueError, match=says):  # query_from=30 was a NaN mean
+            attention_to_first_tokens(weights, **kwargs)
+    with pytest.raises(ValueError, match=r"^weights\[0\] is None: run forward\(\.\.\., "
+                                         r"need_weights=True\)"):
+        attention_to_first_tokens(model(tokens, need_weights=True)[1] and [None, None])
+    with pytest.raises(ValueError, match=r"^tokens must be \(B, n\) = \(2, 30\) like logits"):
+        token_losses(plain, tokens[:, :-1])
+    with pytest.raises(ValueError, match=r"^logits must be 3-D"):
+        token_losses(plain[0], tokens)
+    nan = plain.clone()
+    nan[1, 3, 7] = float("nan")
+    with pytest.raises(ValueError, match=r"^logits holds non-finite values \(1 of .* at index "
+                                         r"\(1, 3, 7\)"):
+        token_losses(nan, tokens)
+
+
+def test_the_streaming_cache_checks_what_it_holds():
+    with pytest.raises(ValueError, match=r"^n_sink must be an integer >= 0, got -1"):
+        StreamingKVCache(-1, 4)
+    with pytest.raises(ValueError, match=r"^n_recent must be an integer >= 1"):
+        StreamingKVCache(1, 0)
+    cache = StreamingKVCache(1, 2)
+    cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4), 0)
+    for args, says in [((torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4), 0),
+                        r"^position must be an integer >= 1, got 0"),
+                       ((torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4), 1),
+                        r"^k must match the cached k"),
+                       ((torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4), 1),
+                        r"^k must be one token's keys"),
+                       ((torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4, dtype=torch.int64), 1),
+                        r"^v must hold floating-point numbers"),
+                       ((torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4), 1.5),
+                        r"^position must be an integer")]:
+        with pytest.raises(ValueError, match=says):
+            cache.append(*args)
+    assert cache.positions.tolist() == [0]  # nothing was added by the refused calls
+
+
+def test_rotate_mask_tokens_checkpoints_and_the_needle_model_name_their_arguments(tmp_path):
+    x = torch.zeros(1, 2, 5, 8)
+    cos, sin = rope_tables(DEFAULT_CONFIG, 5)
+    with pytest.raises(ValueError, match=r"^cos must have one row per position of x \(n = 4\)"):
+        rotate(x[:, :, :4], cos, sin)
+    with pytest.raises(ValueError, match=r"^cos must have 1 .. d/2 = 4 columns"):
+        rotate(x, cos, sin)  # the model's 16 pairs on an 8-dim x
+    with pytest.raises(ValueError, match=r"^x must be a torch tensor"):
+        rotate(np.zeros((5, 32)), cos, sin)
+    with pytest.raises(ValueError, match=r"^n_positions must be an integer >= 1"):
+        rope_tables(DEFAULT_CONFIG, 0)
+    with pytest.raises(ValueError, match=r"^seq_len must be an integer >= 1, got 0"):
+        rope_tables(DEFAULT_CONFIG, 5, seq_len=0)  # was read as "not given"
+    with pytest.raises(ValueError, match=r"window"):
+        mask_tensor(4, 4, window=0)
+    with pytest.raises(ValueError, match=r"^ids must be ids in \[0, 131\)"):
+        check_tokens(torch.tensor([[0, 131]]), 131, name="ids")
+    with pytest.raises(ValueError, match=r"^name_or_path 'nope.pt' is neither a file nor a "
+                                         r"checkpoint in lessonlib/data \(there: tinylm.pt, "
+                                         r"tinylm_pi2x.pt\)"):
+        load_tinylm("nope.pt")
+    (tmp_path / "x.pt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match=r"^name_or_path .* is not a save_tinylm checkpoint"):
+        load_tinylm(tmp_path / "x.pt")
+    model = small_model()
+    save_tinylm(model, tmp_path / "m.pt", note="kept")
+    assert torch.load(tmp_path / "m.pt", weights_only=True)["note"] == "kept"
+    assert load_tinylm(str(tmp_path / "m.pt")).config == model.config
+    with pytest.raises(ValueError, match=r"^config is one of the checkpoint's own entries"):
+        save_tinylm(model, tmp_path / "m.pt", config={})  # would replace the model's config
+    with pytest.raises(ValueError, match=r"^name must be a file name"):
+        data_path("")
+    prompt = needles.build_needle_prompt(20, 50, needle="pass: v03", question="? pass:",
+                                         filler=list(range(kvtask.FILLER0, kvtask.FILLER0 + 5)),
+                                         tokenizer=kvtask.KVTokenizer())
+    assert NeedleModel(model)(prompt).startswith("pass: ")
+    with pytest.raises(ValueError, match=r"^prompt must be a NeedlePrompt \(run_needle_grid"
+                                         r"\(\.\.\., pass_prompt=True"):
+        NeedleModel(model)(prompt.text)
+    with pytest.raises(ValueError, match=r"^prompt.tokens\[0\] must be an integer"):
+        NeedleModel(model)(needles.build_needle_prompt(20, 50))  # built with words, not ids
+    with pytest.raises(ValueError, match=r"^prompt.question must be words of the task"):
+        NeedleModel(model)(needles.build_needle_prompt(20, 50, needle="pass: v03",
+                                                       tokenizer=kvtask.KVTokenizer(),
+                                                       filler=[kvtask.FILLER0]))
+
+
+def test_forward_flags_and_masks_are_named():
+    model = small_model()
+    tokens = torch.zeros(1, 6, dtype=torch.long)
+    for kwargs, says in [(dict(need_weights="yes"), r"^need_weights must be True or False"),
+                         (dict(window=2.0), r"^window must be an integer, got the float"),
+                         (dict(window=3, sink_tokens=True), r"^sink_tokens must be an integer"),
+                         (dict(sink_tokens=-1), r"^sink_tokens must be an integer >= 0")]:
+        with pytest.raises(ValueError, match=says):
+            model(tokens, **kwargs)
+
+
+# --------------------------------------------------------------------------- bad inputs
+# Every argument of the public functions, fed what a careful user might pass by mistake: each
+# must be a ValueError naming the argument (tests/_bad.py; coverage in test_validate.py).
+import io  # noqa: E402
+
+from _bad import DELETE, Case, bad_input_tests, choices, flags, ints, reals, texts  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from lessonlib.tinylm import StreamingKVCache as _Cache  # noqa: E402
+
+
+def tensors_with(valid, *, floating=True, more_dims_ok=False):
+    """Bad versions of the tensor ``valid``: NaN or inf at a drawn index (floating), the wrong
+    dtype, the wrong rank (one more dim too, unless ``more_dims_ok``), the numpy array, a list,
+    a string, None."""
+    @st.composite
+    def non_finite(draw):
+        t = valid.clone()
+        at = tuple(draw(st.integers(0, n - 1)) for n in t.shape)
+        t[at] = draw(st.sampled_from([float("nan"), float("inf"), -float("inf")]))
+        return t
+
+    parts = [st.sampled_from([valid.numpy(), valid.tolist(), "tensor", None, valid.bool(),
+                              valid.to(torch.complex64), valid.reshape(-1)]
+                             + ([] if more_dims_ok else [valid[None]]))]
+    if floating:
+        parts += [non_finite(), st.just(valid.long())]
+    return st.one_of(parts)
+
+
+_DELETE = st.just(DELETE)
+_NOT_A_DICT = st.sampled_from([None, [], "config", 3])
+_CFG = _small_config()
+torch.manual_seed(0)
+_M = TinyLM(_CFG).eval()
+_TOKENS = torch.from_numpy(kvtask.retrieval_document((3, 8, 0), 8, n_distractors=1).tokens)[None]
+_BAD_TOKENS = st.sampled_from([
+    torch.tensor([[0, 131]]), torch.tensor([[-1, 3]]), torch.zeros(1, 8), torch.zeros(1, 8).bool(),
+    torch.zeros(8, dtype=torch.long), torch.zeros(1, 1, 8, dtype=torch.long),
+    torch.zeros(1, 0, dtype=torch.long), torch.zeros(1, 8, dtype=torch.uint8),
+    np.zeros((1, 8), dtype=np.int64), [[0, 1]], None, "tokens"])
+_ROPE_BAD = st.sampled_from(["yarn", 3, [("rope_type", "yarn")]]) | st.just(dict(_CFG, head_dim=4))
+with torch.no_grad():
+    _LOGITS, _WEIGHTS = _M(_TOKENS, need_weights=True)
+_TOKENS2 = torch.cat([_TOKENS, _TOKENS.flip(1)])
+with torch.no_grad():
+    _LOGITS2 = _M(_TOKENS2)
+_X, (_COS, _SIN) = torch.randn(1, 2, 4, 8), rope_tables(_CFG, 4)
+_K1 = torch.randn(1, 2, 1, 4)
+
+
+def _cache_holding_position_0():
+    cache = _Cache(1, 2)
+    cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4), 0)
+    return cache
+
+
+_PROMPT = needles.build_needle_prompt(10, 50, needle="pass: v03", question="? pass:",
+                                      filler=[kvtask.FILLER0 + 1], tokenizer=kvtask.KVTokenizer())
+
+BAD_INPUTS = [
+    Case(TinyLM, args=(_CFG,),
+         bad={"config": st.sampled_from([[], "config", 3]),  # None: DEFAULT_CONFIG
+              **{f"config.{k}": _DELETE | ints(minimum=1) for k in (
+                  "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                  "max_position_embeddings")},
+              "config.num_attention_heads": _DELETE | ints(minimum=1) | st.just(3),
+              "config.num_key_value_heads": _DELETE | ints(minimum=1) | st.just(3),
+              "config.head_dim": _DELETE | ints(minimum=2) | st.just(7),
+              "config.rms_norm_eps": _DELETE | reals(above=0.0),
+              "config.tie_word_embeddings": flags() | st.just(False),
+              "config.rope_theta": reals(above=1.0, none_ok=True)}),  # None: 10,000
+    Case(TinyLM, id="TinyLM(PI config)",
+         args=(_small_config(rope_scaling={"rope_type": "linear", "factor": 2.0}),),
+         bad={"config.rope_scaling.factor": reals(minimum=1.0)},
+         names={"config.rope_scaling.factor": "rope_scaling.factor"}),
+    Case(TinyLM.forward, call=lambda tokens, rope=None, window=None, sink_tokens=0,
+         need_weights=False: _M(tokens, rope=rope, window=window, sink_tokens=sink_tokens,
+                                need_weights=need_weights),
+         args=(_TOKENS,),
+         kwargs=dict(rope=with_rope_scaling(_CFG, {"rope_type": "yarn", "factor": 4.0}),
+                     window=4, sink_tokens=1, need_weights=True),
+         bad={"tokens": _BAD_TOKENS, "rope": _ROPE_BAD,
+              "rope.head_dim": ints(minimum=2, none_ok=True) | st.just(4),
+              "rope.rope_scaling.factor": reals(minimum=1.0, none_ok=True),  # None: HF's L / L0
+              "window": ints(minimum=1, none_ok=True), "sink_tokens": ints(minimum=0),
+              "need_weights": flags()},
+         names={"rope.rope_scaling.factor": "rope_scaling.factor"}),
+    Case(with_rope_scaling, args=(_CFG, {"rope_type": "yarn", "factor": 4.0}),
+         bad={"config": _NOT_A_DICT, "config.max_position_embeddings": _DELETE,
+              "rope_scaling": st.sampled_from(["yarn", 4.0, [("rope_type", "yarn")]]),
+              "rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+              "rope_scaling.rope_type": st.sampled_from(["YARN", "yarn2", 3, ["yarn"]])},
+         names={"rope_scaling.factor": "rope_scaling.factor",
+                "rope_scaling.rope_type": "rope_scaling.rope_type"}),
+    Case(rope_tables, args=(_CFG, 16), kwargs=dict(seq_len=32),
+         bad=dict(config=_NOT_A_DICT, n_positions=ints(minimum=1),
+                  seq_len=ints(minimum=1, none_ok=True))),
+    Case(rotate, args=(_X, _COS, _SIN),
+         bad=dict(x=tensors_with(_X, more_dims_ok=True) | st.just(_X[:, :, :3]),
+                  cos=tensors_with(_COS) | st.sampled_from([_COS[:3], torch.zeros(4, 5)]),
+                  sin=tensors_with(_SIN) | st.just(_SIN[:, :3]))),
+    Case(mask_tensor, args=(5, 9), kwargs=dict(window=3, sink_tokens=1),
+         bad=dict(nq=ints(minimum=1) | st.just(10), nk=ints(minimum=1),
+                  window=ints(minimum=1, none_ok=True), sink_tokens=ints(minimum=0))),
+    Case(check_tokens, args=(_TOKENS, 131), kwargs=dict(name="ids"),
+         bad=dict(tokens=_BAD_TOKENS, vocab_size=ints(minimum=1), name=texts()),
+         names=dict(tokens="ids")),
+    Case(load_tinylm, args=("tinylm_pi2x.pt",),
+         bad=dict(name_or_path=texts() | st.sampled_from(["nope.pt", "", "tinylm_results",
+                                                          "tinylm_train_log.csv"]))),
+    Case(save_tinylm, args=(_M, io.BytesIO()), kwargs=dict(note="x"),
+         bad=dict(model=st.sampled_from([None, "model", {}, lambda t: t]),
+                  path=st.sampled_from([None, 3, ["m.pt"], 2.5]),
+                  extra=st.sampled_from([{"config": {}}, {"state_dict": {}}, {"dtype": "fp32"}])),
+         names=dict(extra="state_dict")),
+    Case(data_path, args=("tinylm.pt",), bad=dict(name=texts() | st.just(""))),
+    Case(decode, args=(_M, _TOKENS), kwargs=dict(n_sink=1, n_recent=4, positions="cache"),
+         bad=dict(model=st.sampled_from([None, "model", lambda t: t]), tokens=_BAD_TOKENS,
+                  n_sink=ints(minimum=0), n_recent=ints(minimum=1, none_ok=True),
+                  positions=choices(["cache", "original"]), rope=_ROPE_BAD)),
+    Case(StreamingKVCache, kwargs=dict(n_sink=1, n_recent=3),
+         bad=dict(n_sink=ints(minimum=0), n_recent=ints(minimum=1, none_ok=True))),
+    Case(StreamingKVCache.append, args=(_K1, _K1, 1),
+         call=lambda k, v, position: _cache_holding_position_0().append(k, v, position),
+         bad=dict(k=tensors_with(_K1) | st.sampled_from([torch.zeros(1, 2, 2, 4),
+                                                         torch.zeros(1, 3, 1, 4)]),
+                  v=tensors_with(_K1) | st.just(torch.zeros(1, 3, 1, 4)),
+                  position=ints(minimum=1) | st.just(0))),
+    Case(token_losses, args=(_LOGITS, _TOKENS),
+         bad=dict(logits=tensors_with(_LOGITS) | st.just(_LOGITS[:, :5]),
+                  tokens=_BAD_TOKENS | st.just(_TOKENS[:, :5]))),
+    Case(answer_accuracy, args=(_LOGITS2, _TOKENS2, torch.tensor([[7], [6]])),
+         bad=dict(logits=tensors_with(_LOGITS2), tokens=_BAD_TOKENS,
+                  answer_at=st.sampled_from([
+                      torch.tensor([[0], [7]]), torch.tensor([[8], [7]]),
+                      torch.tensor([[7.0], [6.0]]),
+                      torch.tensor([[True], [True]]), [[2.5], [3.0]], "7", None,
+                      torch.full((3, 1), 7), torch.zeros(0, dtype=torch.long),
+                      torch.tensor([7, 6, 5]), np.array([[7], [6]], dtype=float)]))),
+    Case(attention_to_first_tokens, args=(_WEIGHTS, 2, 3),
+         bad=dict(weights=st.sampled_from([[], None, [None, None], "w", [_WEIGHTS[0][0]],
+                                           [_WEIGHTS[0], _WEIGHTS[1][..., :7]],
+                                           [_WEIGHTS[0], _WEIGHTS[1] * float("nan")]]),
+                  n_first=ints(minimum=1, maximum=8), query_from=ints(minimum=0, maximum=7))),
+    Case(NeedleModel, args=(_M,), kwargs=dict(rope=with_rope_scaling(_CFG, None)),
+         bad=dict(model=st.sampled_from([None, "model", lambda t: t]), rope=_ROPE_BAD)),
+    Case(NeedleModel.__call__, args=(_PROMPT,), call=lambda prompt: NeedleModel(_M)(prompt),
+         bad=dict(prompt=st.sampled_from([
+             _PROMPT.text, None, needles.build_needle_prompt(10, 50),
+             needles.build_needle_prompt(10, 50, needle="pass: v03", question="What?",
+                                         filler=[kvtask.FILLER0], tokenizer=kvtask.KVTokenizer())
+         ]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 
 
 if __name__ == "__main__":

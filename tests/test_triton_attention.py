@@ -423,3 +423,175 @@ def test_kernel_compiles_for_hopper_with_tensor_cores_pipelining_and_no_spills()
         assert variant["wgmma"] >= 4, variant  # QK^T and PV in each compiled loop
         assert variant["async_copies"] >= 4, variant  # K and V prefetched (software pipelined)
         assert variant["stack"] == 0, variant  # no register spills
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 13: non-finite inputs, Triton's own limits, and the vocabulary of lessonlib._validate
+# ------------------------------------------------------------------------------------------------
+import lessonlib.triton_attention as ta  # noqa: E402
+from lessonlib.kernel_plan import LOG2_E  # noqa: E402
+from lessonlib.triton_attention import default_config  # noqa: E402
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """Bad input must be refused before the kernel runs: a launch fails the test."""
+    def launched(*args, **kwargs):
+        raise AssertionError("the kernel was launched for a bad input")
+    monkeypatch.setattr(ta, "_launch", launched)
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_non_finite_inputs_name_the_tensor(name, bad, dtype, no_launch):
+    """NaN or inf in q, k or v came back as NaN rows; now, as in lessonlib.attention, an error
+    naming the tensor, the count and the first index."""
+    tensors = dict(zip("qkv", make_inputs(1, 4, 2, 8, 16, 16, dtype=dtype)))
+    tensors[name][0, 1, 2, 3] = bad
+    with pytest.raises(ValueError, match=rf"^{name} holds non-finite values \(1 of \d+; the "
+                                         rf"first, -?(nan|inf), at index \(0, 1, 2, 3\)\)"):
+        flash_attention(**tensors, causal=True)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy overflows
+def test_finite_inputs_that_overflow_the_scores_say_so():
+    q, k, v = make_inputs(1, 2, 2, 6, 6, 16, seed=4)
+    with pytest.raises(ValueError, match=r"^finite q and k overflowed the scores in float32: .* "
+                                         r"scale q or k down"):
+        flash_attention(q * 1e20, k * 1e20, v, causal=True, block_m=16, block_n=16)
+    out = flash_attention(q * 1e15, k * 1e15, v, causal=True, block_m=16, block_n=16)
+    assert torch.isfinite(out).all()  # a large bound alone is not an error: the result is checked
+
+
+@pytest.mark.parametrize("options, says", [
+    (dict(num_warps=3), r"^num_warps must be a power of two"),  # was passed on to Triton
+    (dict(num_warps=64), r"^num_warps must be an integer >= 1 and <= 32"),
+    (dict(num_warps=4.0), r"^num_warps must be an integer, got the float 4.0"),
+    (dict(num_stages=0), r"^num_stages must be an integer >= 1"),
+    (dict(num_stages=True), r"^num_stages must be an integer, got True"),
+    # Triton's "Scalar 1099511627776 is out of range for type int32", from inside the kernel
+    (dict(block_m=2 ** 40), r"^block_m too large: the kernel's tile of .* passes Triton's limit "
+                            r"of 1,048,576"),
+    (dict(block_n=2 ** 31), r"^block_n too large"),
+    (dict(block_m=2 ** 16, block_n=32), r"^block_m x block_n too large"),
+    (dict(causal="no"), r"^causal must be True or False, got 'no'"),
+    (dict(causal=1), r"^causal must be True or False"),
+    (dict(window=4.0), r"^window must be an integer, got the float"),
+    (dict(sink_tokens=True), r"^sink_tokens must be an integer, got True"),
+    (dict(scale=True), r"^scale must be a real number, got True"),
+    (dict(scale="0.5"), r"^scale must be a real number"),
+    (dict(scale=1e39), r"^scale must be a number > 0.0 and < "),
+    (dict(sink_logits=[True, False, True, False]), r"^sink_logits must hold real numbers"),
+    (dict(sink_logits=torch.ones(4, dtype=torch.bool)), r"^sink_logits must hold real numbers"),
+    (dict(sink_logits=torch.tensor([0.0, math.inf, 0.0, 0.0])),
+     r"^sink_logits holds non-finite values"),
+    (dict(sink_logits=[1e39, 0.0, 0.0, 0.0]), r"^sink_logits must be smaller than"),
+])
+def test_options_are_checked_before_the_launch(options, says, no_launch):
+    q, k, v = make_inputs(1, 4, 2, 8, 16, 16)
+    with pytest.raises(ValueError, match=says):
+        flash_attention(q, k, v, **options)
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: default_config(-5), r"^d must be an integer >= 1 and <= 256, got -5"),  # was a config
+    (lambda: default_config(300), r"^d must be an integer >= 1 and <= 256"),
+    (lambda: default_config(64.0), r"^d must be an integer, got the float"),
+    (lambda: default_config(64, nq=0), r"^nq must be an integer >= 1"),
+    (lambda: default_config(64, dtype="float16"), r"^dtype must be one of torch.float32, "
+                                                  r"torch.float16, torch.bfloat16"),
+    (lambda: default_config(64, dtype=torch.float64), r"^dtype must be one of"),
+    (lambda: kernel_tile_map(64, 64, block_m=2 ** 40), r"^block_m too large"),
+    (lambda: kernel_tile_map(64.0, 64), r"^nq must be an integer, got the float"),
+    (lambda: kernel_tile_map(64, 64, causal="yes"), r"^causal must be True or False"),
+])
+def test_default_config_and_tile_map_name_their_arguments(call, says, no_launch):
+    with pytest.raises(ValueError, match=says):
+        call()
+
+
+def test_valid_numbers_in_every_form_give_the_same_output():
+    q, k, v = make_inputs(1, 4, 2, 8, 16, 16, seed=6)
+    opts = dict(causal=True, block_m=16, block_n=16)
+    ref = flash_attention(q, k, v, window=4, sink_tokens=1, scale=0.3,
+                          sink_logits=[1.0, 0.0, -1.0, 2.0], **opts)
+    same = flash_attention(q, k, v, window=np.int64(4), sink_tokens=np.array(1),
+                           scale=torch.tensor(0.3, dtype=torch.float64),
+                           sink_logits=np.array([1, 0, -1, 2]), num_warps=np.int32(2),
+                           num_stages=1, causal=np.True_, **{k: v for k, v in opts.items()
+                                                             if k != "causal"})
+    torch.testing.assert_close(same, ref, rtol=0, atol=0)
+    assert default_config(64, 100, torch.float16) == default_config(np.int64(64), 100)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad inputs: every argument, drawn (tests/_bad.py; coverage in tests/test_validate.py)
+# ------------------------------------------------------------------------------------------------
+from _bad import Case, arrays_with, bad_input_tests, choices, flags, ints, reals  # noqa: E402
+
+
+def tensors_with(valid):
+    """Bad versions of the tensor ``valid``: NaN or inf at a drawn index, float64, integers,
+    bools, complex, the wrong rank, the numpy array, a list, a string, None."""
+    @st.composite
+    def non_finite(draw):
+        t = valid.clone()
+        at = tuple(draw(st.integers(0, n - 1)) for n in t.shape)
+        t[at] = draw(st.sampled_from([math.nan, math.inf, -math.inf]))
+        return t
+
+    return st.one_of(non_finite(), st.sampled_from([
+        valid.double(), valid.long(), valid.bool(), valid.to(torch.complex64), valid[0],
+        valid[None], valid.numpy(), valid.tolist(), "tensor", None]))
+
+
+_Q, _K, _V = make_inputs(1, 2, 1, 4, 8, 16, seed=9)
+_SINKS = np.array([0.5, -0.5])
+_BLOCK = ints(minimum=16, none_ok=True) | st.sampled_from([24, 48, 2 ** 17, 2 ** 40])
+_MASK = dict(causal=flags(), window=ints(minimum=1, none_ok=True), sink_tokens=ints(minimum=0))
+_FLASH = Case(
+    flash_attention, args=(_Q, _K, _V),
+    kwargs=dict(causal=True, window=4, sink_tokens=1, sink_logits=_SINKS, scale=0.3, block_m=16,
+                block_n=16, num_warps=2, num_stages=1),
+    bad=dict(q=tensors_with(_Q) | st.sampled_from([torch.zeros(1, 2, 9, 16),
+                                                   torch.zeros(1, 2, 4, 8)]),
+             k=tensors_with(_K) | st.sampled_from([_K.half(), torch.zeros(1, 1, 8, 8),
+                                                   torch.zeros(2, 1, 8, 16)]),
+             v=tensors_with(_V) | st.just(torch.zeros(1, 1, 7, 16)),
+             sink_logits=arrays_with(_SINKS, kind="real", none_ok=True) | st.sampled_from([
+                 np.zeros(3), torch.tensor([True, False]), torch.tensor([math.nan, 0.0]),
+                 [1e39, 0.0], torch.zeros(2, 1)]),
+             scale=reals(above=0.0, below=float(torch.finfo(torch.float32).max) / LOG2_E,
+                         none_ok=True),
+             block_m=_BLOCK, block_n=_BLOCK,
+             num_warps=ints(minimum=1, maximum=32, none_ok=True) | st.sampled_from([3, 6]),
+             num_stages=ints(minimum=1, none_ok=True), **_MASK))
+
+BAD_INPUTS = [
+    _FLASH,
+    Case(kernel_tile_map, args=(32, 32),
+         kwargs=dict(causal=True, window=8, sink_tokens=2, block_m=16, block_n=16),
+         bad=dict(nq=ints(minimum=1) | st.just(33), nk=ints(minimum=1),
+                  block_m=ints(minimum=16) | st.sampled_from([24, 2 ** 40]),
+                  block_n=ints(minimum=16) | st.sampled_from([48, 2 ** 40]), **_MASK)),
+    Case(default_config, args=(64,), kwargs=dict(nq=100, dtype=torch.float16),
+         bad=dict(d=ints(minimum=1, maximum=256), nq=ints(minimum=1, none_ok=True),
+                  dtype=choices(["float16"]) | st.sampled_from([torch.float64, torch.int32,
+                                                                np.float16, "torch.float16"]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("key", list(_FLASH.bad))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_bad_flash_attention_inputs_never_launch_the_kernel(key, data):
+    """The bad inputs above fail in validation, before any launch (and so, fast)."""
+    ba = _FLASH.bound(key, data.draw(_FLASH.bad[key], label=key))
+    real_launch, ta._launch = ta._launch, None  # calling None would be a TypeError, not ValueError
+    try:
+        with pytest.raises(ValueError):
+            flash_attention(*ba.args, **ba.kwargs)
+    finally:
+        ta._launch = real_launch
