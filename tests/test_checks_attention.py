@@ -1,12 +1,14 @@
 """The exercise checks of notebooks 01-03: the stub is "not attempted", the instructors'
 reference solution is correct, and each typical mistake gets the hint that names it."""
 import math
+import re
 
 import numpy as np
 import pytest
 
+from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import attention as checks
-from _support import assert_wrong, solutions
+from _support import assert_wrong, needs, optional, solutions
 
 
 S1, S2, S3 = (solutions(n) for n in
@@ -231,3 +233,139 @@ def test_small_block_ratio_mistakes():
     assert_wrong(checks.small_block_ratio(naive / (tiled - 2 * n * d)), "reads q once")
     assert_wrong(checks.small_block_ratio(4 * n * n / tiled), "q, k, v and o")
 
+
+
+# ------------------------------------------------------------------ answers in every form
+
+torch = optional("torch")
+
+
+def _f32(update):
+    """update computed in float32 throughout, as torch or a float32 numpy pipeline would."""
+    def wrapped(*args):
+        args = [np.asarray(a, dtype=np.float32) if not np.isscalar(a) else np.float32(a)
+                for a in args]
+        with np.errstate(all="ignore"):
+            return update(*args)
+    return wrapped
+
+
+def _np_softmax(rescale=True, upside_down=False):
+    def update(m, s, x):
+        m_new = np.maximum(m, x)
+        alpha = np.exp(m_new - m) if upside_down else np.exp(m - m_new)
+        return m_new, (s * alpha if rescale else s) + np.exp(x - m_new)
+    return update
+
+
+def test_a_float32_update_is_correct_and_float32_slips_keep_their_hints():
+    assert checks.online_softmax_update(_f32(_np_softmax())).ok is True
+    assert_wrong(checks.online_softmax_update(_f32(_np_softmax(rescale=False))),
+                 "forgot to rescale s")
+    assert_wrong(checks.online_softmax_update(_f32(_np_softmax(upside_down=True))),
+                 "upside down")
+
+    def acc32(m, s, acc, x, v):
+        m_new = np.maximum(m, x)
+        alpha, w = np.exp(m - m_new), np.exp(x - m_new)
+        return m_new, s * alpha + w, acc * alpha + w * v
+
+    def acc32_no_rescale(m, s, acc, x, v):
+        m_new = np.maximum(m, x)
+        alpha, w = np.exp(m - m_new), np.exp(x - m_new)
+        return m_new, s * alpha + w, acc + w * v
+
+    assert checks.attention_update(_f32(acc32)).ok is True
+    assert_wrong(checks.attention_update(_f32(acc32_no_rescale)), "but not acc")
+
+
+@needs("torch")
+def test_a_torch_update_is_correct():
+    def update(m, s, x):
+        m, s, x = (torch.tensor(float(v)) for v in (m, s, x))  # float32 tensors
+        m_new = torch.maximum(m, x)
+        return m_new, s * torch.exp(m - m_new) + torch.exp(x - m_new)
+
+    assert checks.online_softmax_update(update).ok is True
+
+
+def test_a_mismatch_shows_numbers_that_visibly_differ():
+    def slightly_off(m, s, x):
+        m_new, s_new = S2.online_softmax_update(m, s, x)
+        return m_new, s_new * (1 + 3e-5)
+
+    verdict = checks.online_softmax_update(slightly_off)
+    got, want = re.findall(r"returned \(5, ([\d.]+)\).*= ([\d.]+)\.$", verdict.message)[0]
+    assert verdict.ok is False and got != want, verdict
+
+
+def test_an_update_returning_an_iterator_is_read_once():
+    assert checks.online_softmax_update(lambda *a: map(float, S2.online_softmax_update(*a))).ok
+    assert checks.attention_update(lambda *a: iter(S2.attention_update(*a))).ok
+
+
+def test_a_function_writing_into_its_inputs_cannot_corrupt_the_reference():
+    def scribbles_v(m, s, acc, x, v):
+        out = S2.attention_update(m, s, acc, x, v)
+        v *= 2  # after computing: the check's own values must not change
+        acc *= 0
+        return out
+
+    assert checks.attention_update(scribbles_v).ok is True
+
+    def wrong_plain(m, s, acc, x, v):
+        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
+        return m_new, s_new, acc_new * (1.0 if m == -math.inf or x < 4 else 1.5)
+
+    def wrong_scribbling(m, s, acc, x, v):
+        out = wrong_plain(m, s, acc, x, v)
+        v *= 2
+        return out
+
+    assert checks.attention_update(wrong_plain).message == \
+        checks.attention_update(wrong_scribbling).message
+
+
+def test_function_stubs_are_not_attempted_and_a_missing_return_is_wrong():
+    def stub(m, s, x):
+        return None  # your code
+
+    def not_implemented(m, s, acc, x, v):
+        raise NotImplementedError
+
+    assert checks.online_softmax_update(stub).message == NOT_ATTEMPTED
+    assert checks.attention_update(not_implemented).message == NOT_ATTEMPTED
+    assert_wrong(checks.online_softmax_update(lambda m, s, x: None if x > 4 else (x, 1.0)),
+                 "returned None")
+
+
+@pytest.mark.parametrize("name", ["score_matrix_gib", "unfused_scores_mib", "attention_share",
+                                  "sink_share", "small_block_ratio", "tiled_reads"])
+def test_numeric_answers_as_arrays_tensors_and_complex(name):
+    check, ref = getattr(checks, name), ALL[name]
+    assert check(np.array(ref)).ok is True
+    assert check(np.float32(ref)).ok is True
+    assert check(complex(ref, 0)).ok is True
+    assert_wrong(check(complex(ref, 1e-9)), "complex number")
+    assert_wrong(check(str(ref)), "without quotes")
+    if torch is not None:
+        assert check(torch.tensor(ref)).ok is True  # a 0-d float32 tensor
+
+
+def test_counts_must_be_whole():
+    assert checks.tiled_reads(12000.0).ok is True
+    assert_wrong(checks.tiled_reads(12000.5), "not a whole number", "//")
+    right = {(i, j) for i in range(5) for j in range(5) if j > i}
+    assert checks.causal_skipped_blocks({(float(i), float(j)) for i, j in right}).ok is True
+    assert_wrong(checks.causal_skipped_blocks({(i + 0.25, j) for i, j in right}),
+                 "not a whole number", "//")
+    assert_wrong(checks.causal_skipped_blocks({(str(i), str(j)) for i, j in right}),
+                 "without quotes")
+    assert_wrong(checks.causal_skipped_blocks([(0, 1, 2)]), "two block indices")
+    assert checks.causal_skipped_blocks(p for p in sorted(right)).ok is True
+
+
+def test_close_digits_on_a_hand_typed_answer():
+    assert_wrong(checks.sink_share(0.63), "close:", "more digits")
+    assert_wrong(checks.sink_share(0.6), "close:")
+    assert not checks.sink_share(0.64).message.startswith("Close")

@@ -1,7 +1,8 @@
 """lessonlib.checks.kv_cache: the reference solutions pass, typical mistakes get their hint."""
 
+import numpy as np
 import pytest
-from _support import solutions
+from _support import optional, solutions
 
 from lessonlib.checks import kv_cache as checks
 
@@ -62,3 +63,47 @@ def test_kv_head_map_hints(answer, hint):
 def test_kv_head_map_accepts_arrays():
     import numpy as np
     assert checks.kv_head_map(np.arange(32) // 4).ok is True
+
+
+# ------------------------------------------------------------------ answers in every form
+
+
+torch = optional("torch")
+
+
+def test_kv_head_map_computed_with_slash_is_wrong_with_the_floor_division_hint():
+    verdict = checks.kv_head_map([h / 4 for h in range(32)])  # 0, 0.25, 0.5, ...: not truncated
+    assert verdict.ok is False and "//" in verdict.message and "fractions" in verdict.message
+    verdict = checks.kv_head_map(np.arange(32) / 8)  # another division, still not whole
+    assert verdict.ok is False and "not a whole number" in verdict.message
+    assert "//" in verdict.message
+
+
+@pytest.mark.parametrize("answer", [
+    np.floor(np.arange(32) / 4),               # whole floats: the right indices
+    tuple(h // 4 for h in range(32)),
+    map(lambda h: h // 4, range(32)),
+    [np.int64(h // 4) for h in range(32)],
+])
+def test_kv_head_map_accepts_whole_numbers_in_any_container(answer):
+    assert checks.kv_head_map(answer).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [
+    ([str(h // 4) for h in range(32)], "without quotes"),
+    ({h // 4 for h in range(32)}, "no order"),
+    ([complex(h // 4, 1) for h in range(32)], "complex number"),
+    ([True] * 32, "True and False"),
+])
+def test_kv_head_map_refuses_what_is_not_a_list_of_integers(answer, hint):
+    verdict = checks.kv_head_map(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("check", [checks.kv_cache_gib, checks.mla_cache_gib])
+def test_cache_sizes_accept_arrays_and_tensors(check):
+    ref = SOLUTIONS[check.__name__]
+    assert check(np.array(ref)).ok and check(np.float32(ref)).ok
+    if torch is not None:
+        assert check(torch.tensor(ref)).ok
+    assert check(complex(ref, 1)).ok is False

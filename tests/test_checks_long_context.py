@@ -1,9 +1,11 @@
 """lessonlib.checks.long_context: the reference solutions pass, typical mistakes get a hint."""
 import math
 
+import numpy as np
 import pytest
-from _support import solutions
+from _support import needs, optional, solutions
 
+from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import long_context as checks
 
 SOLUTIONS = vars(solutions("09_long_context_cost_and_needles"))
@@ -61,3 +63,54 @@ def _found(count_needle=True, first_inclusive=False, first=64, recent=3000, from
 def test_needle_found_hints(answer, hint):
     verdict = checks.needle_found(answer)
     assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+# ------------------------------------------------------------------ answers in every form
+
+
+
+torch = optional("torch")
+RIGHT = SOLUTIONS["needle_found"]
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda b: int(b),                 # 0/1, e.g. int(at < 64 or ...)
+    lambda b: np.bool_(b),
+    lambda b: np.array(b),            # a 0-d bool array
+    lambda b: np.int64(b),
+    lambda b: np.array(int(b)),
+], ids=["int", "np.bool_", "0-d bool", "np.int64", "0-d int"])
+def test_needle_found_accepts_bools_and_zero_one(wrap):
+    assert checks.needle_found(lambda n, d: wrap(RIGHT(n, d))).ok is True
+
+
+@needs("torch")
+def test_needle_found_accepts_a_bool_tensor():
+    assert checks.needle_found(lambda n, d: torch.tensor(RIGHT(n, d))).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda n, d: 2 * RIGHT(n, d), "return True or False"),     # 2 is not a truth value
+    (lambda n, d: float(RIGHT(n, d)), "return True or False"),  # 1.0: a probability?
+    (lambda n, d: None if d > 50 else RIGHT(n, d), "returned None"),
+    (lambda n, d: str(RIGHT(n, d)), "return True or False"),
+])
+def test_needle_found_refuses_other_values(answer, hint):
+    verdict = checks.needle_found(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_needle_found_stub_is_not_attempted():
+    def found(length, depth):
+        return None  # your code
+
+    assert checks.needle_found(found).message == NOT_ATTEMPTED
+
+
+@pytest.mark.parametrize("check", [checks.crossover_tokens, checks.prompt_cost_ratio])
+def test_cost_answers_accept_arrays_and_tensors(check):
+    ref = SOLUTIONS[check.__name__]
+    assert check(np.array(ref)).ok and check(np.float32(ref)).ok and check(complex(ref, 0)).ok
+    if torch is not None:
+        assert check(torch.tensor(ref)).ok
+    assert check(str(ref)).ok is False and check(complex(ref, 1)).ok is False

@@ -1,12 +1,15 @@
 """The exercise checks of notebooks 07-08: the stub is "not attempted", the instructors'
 reference solution is correct, and each typical mistake gets the hint that names it."""
 import math
+import re
 
 import numpy as np
+import pytest
 
 from lessonlib import rope as R
+from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import rope as checks
-from _support import assert_wrong, solutions
+from _support import assert_wrong, needs, optional, solutions
 
 
 S7, S8 = solutions("07_rope"), solutions("08_rope_scaling")
@@ -91,7 +94,7 @@ def test_never_turning_hints():
     assert_wrong(checks.never_turning(58), "base^(-i/d)")
     assert_wrong(checks.never_turning(32), "llama3-scaled")
     assert_wrong(checks.never_turning(7), "wavelength")
-    assert_wrong(checks.never_turning("29"), "one finite number")
+    assert_wrong(checks.never_turning("29"), "one whole number")
 
 
 # ------------------------------------------------------------------ notebook 08
@@ -152,3 +155,122 @@ def test_pi_overshoot_hints():
     assert_wrong(checks.pi_overshoot((32767 - 4095) * theta_4), "without pi")
     assert_wrong(checks.pi_overshoot(-0.875 * theta_4), "sign")
     assert_wrong(checks.pi_overshoot(1.5), "(m / s) * theta_4")
+
+
+# ------------------------------------------------------------------ answers in every form
+
+torch = optional("torch")
+
+
+def test_never_turning_is_an_exact_count():
+    assert checks.never_turning(np.float32(29)).ok is True
+    assert checks.never_turning(np.array(29)).ok is True
+    for near in (29.4, 28.6, 29.000001):  # within 0.5 was accepted before
+        assert_wrong(checks.never_turning(near), "not a whole number")
+    assert_wrong(checks.never_turning(29 + 1j), "complex number")
+
+
+def _rotate32(x, m, theta):
+    x, theta = np.asarray(x, dtype=np.float32), np.asarray(theta, dtype=np.float32)
+    h = len(theta)
+    angle = np.float32(m) * theta
+    c, s = np.cos(angle), np.sin(angle)
+    return np.concatenate([x[:h] * c - x[h:] * s, x[h:] * c + x[:h] * s])
+
+
+def test_a_float32_rotation_is_correct_and_float32_slips_keep_their_hints():
+    assert checks.rotate_neox(_rotate32).ok is True
+    assert_wrong(checks.rotate_neox(lambda x, m, theta: _rotate32(x, -m, theta)), "backwards")
+
+    def gptj32(x, m, theta):
+        x = np.asarray(x, dtype=np.float32)
+        return _rotate32(np.concatenate([x[0::2], x[1::2]]), m, theta).reshape(2, -1).T.ravel()
+
+    assert_wrong(checks.rotate_neox(gptj32), "gpt-j pairing")
+
+
+@needs("torch")
+def test_a_torch_rotation_and_a_tensor_inv_freq_are_correct():
+    def rotate(x, m, theta):
+        x, theta = torch.tensor(x, dtype=torch.float32), torch.tensor(theta, dtype=torch.float32)
+        h = len(theta)
+        c, s = torch.cos(m * theta), torch.sin(m * theta)
+        return torch.cat([x[:h] * c - x[h:] * s, x[h:] * c + x[:h] * s])
+
+    assert checks.rotate_neox(rotate).ok is True
+    assert checks.inv_freq(torch.tensor(S7.inv_freq, dtype=torch.float32)).ok is True
+
+
+def test_rotate_neox_in_place_iterators_and_stubs():
+    def in_place(x, m, theta):  # writes into x, with the old halves kept: a right rotation
+        h = len(theta)
+        x1, x2 = x[:h].copy(), x[h:].copy()
+        c, s = np.cos(m * theta), np.sin(m * theta)
+        x[:h], x[h:] = x1 * c - x2 * s, x2 * c + x1 * s
+        theta *= 0  # scribbling on theta must not change the check's own
+        return x
+
+    assert checks.rotate_neox(in_place).ok is True
+    assert checks.rotate_neox(lambda x, m, theta: map(float, S7.rotate_neox(x, m, theta))).ok
+    assert checks.rotate_neox(lambda x, m, theta: None).message == NOT_ATTEMPTED
+    assert_wrong(checks.rotate_neox(lambda x, m, theta: S7.rotate_neox(x, m, theta) + 1j),
+                 "complex number")
+
+
+def test_inv_freq_forms():
+    assert checks.inv_freq(S7.inv_freq.astype(np.float32)).ok is True
+    assert checks.inv_freq(map(float, S7.inv_freq)).ok is True
+    assert_wrong(checks.inv_freq([str(t) for t in S7.inv_freq]), "without quotes")
+    off = S7.inv_freq.copy()
+    off[5] *= 1 + 2e-5  # just outside the tolerance: the two numbers shown must differ
+    verdict = checks.inv_freq(off)
+    got, want = re.search(r"expected (\S+), got (\S+)\.", verdict.message).groups()
+    assert verdict.ok is False and got != want, verdict
+
+
+def test_yarn_band_forms():
+    assert checks.yarn_band([10.0, 23.0]).ok and checks.yarn_band(np.array([10, 23])).ok
+    assert checks.yarn_band(iter((10, 23))).ok
+    assert_wrong(checks.yarn_band(("10", "23")), "without quotes")
+    assert_wrong(checks.yarn_band((10.5, 23)), "whole pair indices")
+    assert_wrong(checks.yarn_band((10 + 1j, 23)), "complex number")
+
+
+NTK_D, NTK_B, NTK_S = 128, 500_000.0, 8.0
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (10_000.0 * NTK_S ** (NTK_D / (NTK_D - 2)), "base 10,000, the worked example's"),
+    (NTK_B * 4.0 ** (NTK_D / (NTK_D - 2)), "s = 4, the worked example's factor"),
+    (40_889.9, "worked example's base'"),
+    ((NTK_B * NTK_S) ** (NTK_D / (NTK_D - 2)), "applies to s alone"),
+    (NTK_B * NTK_S ** NTK_D / (NTK_D - 2), "Mind the parentheses"),
+    (NTK_S ** (NTK_D / (NTK_D - 2)), "alone: multiply the base"),
+])
+def test_ntk_base_slips_from_the_notebook(answer, hint):
+    assert_wrong(checks.ntk_base(answer), hint)
+
+
+THETA_4 = 10_000.0 ** (-8 / 128)
+OVER = 32767 / 8 - 4095  # 0.875 positions
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (0.75, "s = 4 case"),                              # the notebook's s = 4 overshoot, copied
+    (0.75 * THETA_4, "uses the s = 4 overshoot"),
+    (OVER, "in positions (1 - 1/s)"),                  # the overshoot given in positions
+    (OVER * THETA_4 * 180 / math.pi, "degrees"),
+    (OVER * THETA_4 / (2 * math.pi), "turns"),
+    ((32768 / 8 - 4095) * THETA_4, "last position served is 32,767"),
+    ((32767 / 8 - 4096) * THETA_4, "trained positions are 0..4,095"),
+    (OVER * 10_000.0 ** (-4 / 128), "base^(-4/128)"),
+    (OVER * 10_000.0 ** (-6 / 128), "count from 0"),
+    (OVER * 10_000.0 ** (-10 / 128), "count from 0"),
+])
+def test_pi_overshoot_unit_and_index_slips(answer, hint):
+    assert_wrong(checks.pi_overshoot(answer), hint)
+
+
+def test_pi_overshoot_rounded_answer_is_close():
+    assert_wrong(checks.pi_overshoot(0.49), "close:", "more digits")
+    assert checks.pi_overshoot(np.float32(OVER * THETA_4)).ok is True

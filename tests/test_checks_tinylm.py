@@ -2,6 +2,7 @@
 and rejects the typical wrong ones with a useful message."""
 import numpy as np
 import pytest
+from _support import optional
 
 from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import tinylm as C
@@ -85,3 +86,57 @@ def test_streaming_positions_accepts_sinks_plus_recent_and_slot_255():
 def test_streaming_positions_rejects(answer, hint):
     v = C.streaming_positions(answer)
     assert v.ok is False and hint in v.message, v
+
+
+# --------------------------------------------------------------------------- answers in every form
+
+
+torch = optional("torch")
+
+
+@pytest.mark.parametrize("answer", [
+    {"rope_type": "linear", "factor": 4.0, "partial_rotary_factor": 1.0},
+    {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0},  # transformers 5 layout
+    {"rope_type": "linear", "factor": np.float32(4.0)},
+])
+def test_pi_config_accepts_legal_keys_with_the_models_values(answer):
+    assert C.pi_config(answer), C.pi_config(answer)
+
+
+@pytest.mark.parametrize("answer,hint", [
+    ({"rope_type": "linear", "factor": 4.0, "partial_rotary_factor": 0.5}, "16 of the head's 32"),
+    ({"rope_type": "linear", "factor": 4.0, "partial_rotary_factor": 0.3}, "rejects"),
+    ({"rope_type": "linear", "factor": 4.0, "rope_theta": 40000.0}, "keeps the base"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 4.0}}, "dict itself"),
+    ({"rope_type": "linear", "factor": "4"}, "rejects"),
+    ({"rope_type": "linear", "factor": 4 + 1j}, "rejects"),
+])
+def test_pi_config_judges_what_it_is_given(answer, hint):
+    v = C.pi_config(answer)
+    assert v.ok is False and hint in v.message, v
+
+
+def test_uniform_bos_weight_forms_and_close_digits():
+    ref = float(np.mean(1.0 / np.arange(33, 257)))
+    assert C.uniform_bos_weight(np.array(ref)) and C.uniform_bos_weight(complex(ref, 0))
+    if torch is not None:
+        assert C.uniform_bos_weight(torch.tensor(ref))  # float32: within 1e-6
+    v = C.uniform_bos_weight(0.0092)  # 0.00922254... typed with two digits
+    assert v.ok is False and v.message.startswith("Close:") and "more digits" in v.message
+    v = C.uniform_bos_weight(0.009)  # one digit: the off-by-one 0.00934 rounds the same
+    assert v.ok is False and "so is a typical slip" in v.message
+    assert not C.uniform_bos_weight(0.0093).message.startswith("Close")
+    for bad in ("0.0092", 0.0092 + 1j, True):
+        v = C.uniform_bos_weight(bad)
+        assert v.ok is False and "number" in v.message
+
+
+def test_streaming_positions_reads_whole_numbers_only():
+    assert C.streaming_positions((RIGHT_HELD, 255.0))
+    assert C.streaming_positions(iter((np.array(RIGHT_HELD, dtype=float), np.array(255))))
+    v = C.streaming_positions((RIGHT_HELD, "255"))
+    assert v.ok is False and "without quotes" in v.message
+    v = C.streaming_positions((RIGHT_HELD, 254.5))
+    assert v.ok is False and "not a whole number" in v.message
+    v = C.streaming_positions((RIGHT_HELD[:-1] + [999.5], 255))
+    assert v.ok is False and "not a whole number" in v.message

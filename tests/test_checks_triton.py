@@ -52,7 +52,10 @@ def test_program_heads_hints():
     assert_wrong(checks.program_heads(lambda p, hq, hkv: (p // hkv, p % hkv, p % hkv)),
                  "b x hq")
     assert_wrong(checks.program_heads(lambda p, hq, hkv: (0, 0, 0)), "expected (b, h, h_kv)")
-    assert_wrong(checks.program_heads(lambda p, hq, hkv: None), "raised TypeError")
+    assert checks.program_heads(lambda p, hq, hkv: None).ok is None  # the stub: not attempted
+    assert_wrong(checks.program_heads(lambda p, hq, hkv: None if p else (0, 0, 0)),
+                 "returned None")
+    assert_wrong(checks.program_heads(lambda p, hq, hkv: 1 / 0), "raised ZeroDivisionError")
     assert_wrong(checks.program_heads(3), "give a function")
 
 
@@ -137,3 +140,48 @@ def test_sink_output_is_what_attention_with_a_sink_gives():
     q4, k4, v4 = (torch.tensor(a, dtype=torch.float32)[None, None] for a in (q, k, v))
     out = flash_attention(q4, k4, v4, scale=1.0, sink_logits=sink)
     np.testing.assert_allclose(out[0, 0, 0].numpy(), S4.sink_output, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ answers in every form
+
+def test_grid_programs_forms():
+    assert checks.grid_programs(np.array(256)).ok and checks.grid_programs(np.float32(256)).ok
+    assert_wrong(checks.grid_programs(255.5), "not a whole number", "//")
+    assert_wrong(checks.grid_programs(256 + 1j), "complex number")
+    if torch is not None:
+        assert checks.grid_programs(torch.tensor(256)).ok
+        assert checks.grid_programs(torch.tensor(256.0)).ok
+
+
+def test_program_heads_with_float_division_is_wrong_with_the_floor_division_hint():
+    float_division = lambda p, hq, hkv: (p // hq, p % hq, (p % hq) / (hq / hkv))  # noqa: E731
+    assert_wrong(checks.program_heads(float_division), "0.25", "not a whole number", "//")
+    all_slash = lambda p, hq, hkv: (p / hq, p % hq, (p % hq) / (hq / hkv))  # noqa: E731
+    assert_wrong(checks.program_heads(all_slash), "not a whole number", "//")
+    # floats that are whole (from // on floats) are the right indices
+    assert checks.program_heads(lambda p, hq, hkv: (p // hq, p % hq,
+                                                    (p % hq) // (hq / hkv))).ok
+    assert checks.program_heads(lambda p, hq, hkv: map(int, S4.program_heads(p, hq, hkv))).ok
+    assert checks.program_heads(lambda p, hq, hkv: np.array(S4.program_heads(p, hq, hkv))).ok
+    assert_wrong(checks.program_heads(lambda p, hq, hkv: tuple(map(str, S4.program_heads(
+        p, hq, hkv)))), "without quotes")
+    assert_wrong(checks.program_heads(lambda p, hq, hkv: (0, 0)), "three integers")
+
+
+def test_visited_key_blocks_forms():
+    good = [0, 7, 8, 9, 10, 11]
+    assert checks.visited_key_blocks([float(b) for b in good]).ok
+    assert checks.visited_key_blocks(frozenset(good)).ok
+    assert checks.visited_key_blocks(b for b in good).ok
+    assert_wrong(checks.visited_key_blocks({0, 7.5, 8, 9, 10, 11}), "7.5",
+                 "not a whole number", "//")
+    assert_wrong(checks.visited_key_blocks([str(b) for b in good]), "without quotes")
+    if torch is not None:
+        assert checks.visited_key_blocks(torch.tensor(good)).ok
+
+
+def test_sink_output_forms():
+    assert checks.sink_output(np.array([1.2, -0.6], dtype=np.float32)).ok
+    assert checks.sink_output(map(float, [1.2, -0.6])).ok
+    assert_wrong(checks.sink_output([1.2 + 1j, -0.6]), "complex number")
+    assert_wrong(checks.sink_output(["1.2", "-0.6"]), "without quotes")

@@ -1,5 +1,6 @@
 """lessonlib.checks.windows: the reference solutions pass, typical mistakes get their hint."""
 
+import numpy as np
 import pytest
 from _support import solutions
 
@@ -71,3 +72,29 @@ def test_streaming_positions_hints(answer, hint):
 
 def test_streaming_positions_accepts_any_order():
     assert checks.streaming_positions(list(range(30, 22, -1)) + [3, 2, 1, 0]).ok is True
+
+
+# ------------------------------------------------------------------ answers in every form
+
+
+
+def test_counts_accept_whole_floats_and_refuse_fractions():
+    assert checks.receptive_field_tokens(131040.0).ok is True
+    assert checks.receptive_field_tokens(np.array(131040)).ok is True
+    verdict = checks.receptive_field_tokens(131040.5)
+    assert verdict.ok is False and "not a whole number" in verdict.message
+    assert checks.swa_cells(768.0).ok is True
+    verdict = checks.swa_cells(768.4)
+    assert verdict.ok is False and "not a whole number" in verdict.message
+    assert checks.receptive_field_tokens(131040 + 1j).ok is False
+
+
+def test_streaming_positions_forms():
+    right = [0, 1, 2, 3] + list(range(23, 31))
+    assert checks.streaming_positions(set(right)).ok is True
+    assert checks.streaming_positions(np.array(right, dtype=float)).ok is True
+    assert checks.streaming_positions(p for p in right).ok is True
+    verdict = checks.streaming_positions(right[:-1] + [29.5])
+    assert verdict.ok is False and "not a whole number" in verdict.message
+    verdict = checks.streaming_positions([str(p) for p in right])
+    assert verdict.ok is False and "without quotes" in verdict.message

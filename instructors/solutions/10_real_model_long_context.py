@@ -12,7 +12,7 @@ pi_config = {"rope_type": "linear", "factor": 1024 / 256}
 # Exercise 2: a causal query at position p sees keys 0..p, so uniform attention gives <bos>
 # 1 / (p + 1); averaged over the queries at 32..255.
 p = np.arange(32, 256)
-uniform_bos_weight = float(np.mean(1.0 / (p + 1)))  # about 0.0078
+uniform_bos_weight = float(np.mean(1.0 / (p + 1)))  # about 0.009223
 
 # Exercise 3: after tokens 0..1000 a cache of 4 sinks + 252 recent tokens holds 0..3 and
 # 749..1000; keys are cached before RoPE and rotated by their slot, so the newest is at 255.

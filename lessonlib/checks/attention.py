@@ -6,8 +6,6 @@ values are computed by lessonlib; the typical mistakes are recomputed here the w
 that a hint can say which one was made.
 """
 import math
-import warnings
-from numbers import Number
 
 import numpy as np
 
@@ -16,7 +14,9 @@ from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from ..softmax import online_attention_trace, online_softmax_trace
 from ..traffic import GIB, MIB, long_context_cost, naive_traffic, score_matrix_table, tiled_traffic
 from ..attention import key_blocks
-from . import check_number, close_to, correct, not_attempted, wrong
+from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to,
+               correct, distinct, exercise, items, not_attempted, shown, unfilled, vector,
+               wholes, wrong)
 
 __all__ = [
     "score_matrix_gib", "unfused_scores_mib", "attention_share",
@@ -39,6 +39,7 @@ QUESTIONS = {
 
 # ------------------------------------------------------------------ notebook 01
 
+@exercise
 def score_matrix_gib(answer):
     """GiB of one layer's score matrix S at n = 16,384 with 40 query heads, FP32 (Example 1)."""
     q = QUESTIONS["score_matrix_gib"]
@@ -61,6 +62,7 @@ def score_matrix_gib(answer):
                                  "divided by 2**30.")
 
 
+@exercise
 def unfused_scores_mib(answer):
     """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (Example 5).
 
@@ -90,6 +92,7 @@ def unfused_scores_mib(answer):
                          generic="Queries x keys x query heads x 4 bytes, divided by 2**20.")
 
 
+@exercise
 def attention_share(answer):
     """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (Ex. 16)."""
     q = QUESTIONS["attention_share"]
@@ -117,24 +120,16 @@ def attention_share(answer):
 
 # ------------------------------------------------------------------ notebook 02
 
-def _call(fn, *args):
-    """Run the student's function quietly; return (result, error message or None)."""
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            return fn(*args), None
-    except OverflowError:
-        return None, ("It overflowed: exp of a large score is too big. Subtract the running "
-                      "max inside every exp.")
-    except Exception as e:  # a student's bug: report it as a hint, not a traceback
-        return None, f"Calling it raised {type(e).__name__}: {e}"
+_OVERFLOW = ("It overflowed: exp of a large score is too big. Subtract the running max inside "
+             "every exp.")
 
 
-def _pair(result):
+def _reals(result, k):
+    """A student function's result as k floats (NaN and inf kept: the check judges them), or
+    None when it is not k numbers."""
     try:
-        m, s = result
-        return float(m), float(s)
-    except (TypeError, ValueError):
+        return tuple(vector(result, size=k, finite=False))
+    except Unreadable:
         return None
 
 
@@ -172,56 +167,54 @@ _SOFTMAX_HINTS = {
 }
 
 
+@exercise
 def online_softmax_update(update):
-    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (Example 2)."""
+    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (Example 2).
+    A right update computed in float32 passes (``FLOAT32_RTOL``)."""
     name = "online_softmax_update"
-    if update is None:
-        return not_attempted(name)
     if not callable(update):
         return wrong(name, "Give a function update(m, s, x) that returns (m_new, s_new).")
+    if unfilled(update, _SOFTMAX_PROBES):
+        return not_attempted(name)
     for m, s, x in _SOFTMAX_PROBES:
-        result, error = _call(update, m, s, x)
+        result, error = call(update, m, s, x, overflow=_OVERFLOW)
         if error:
             return wrong(name, error)
-        got = _pair(result)
+        got = _reals(result, 2)
         if got is None:
-            return wrong(name, f"update({m}, {s:.6g}, {x}) returned {result!r}; return two "
-                               f"numbers (m_new, s_new).")
+            return wrong(name, f"update({m}, {s:.6g}, {x}) returned {_short(result)}; return "
+                               f"two numbers (m_new, s_new).")
         variants = _softmax_variants(m, s, x)
-        if close_to(got, variants["right"], rtol=1e-6):
+        right = variants["right"]
+        if close_to(got, right, rtol=FLOAT32_RTOL):
             continue
-        if close_to(got[::-1], variants["right"], rtol=1e-6):
+        if close_to(got[::-1], right, rtol=FLOAT32_RTOL):
             return wrong(name, "The values are right but swapped: return (m_new, s_new).")
         for key, hint in _SOFTMAX_HINTS.items():
-            if close_to(got, variants[key], rtol=1e-6):
+            if close_to(got, variants[key], rtol=FLOAT32_RTOL):
                 return wrong(name, hint)
         if not np.isfinite(got[1]):
             start = "the first key (m = -inf, s = 0)" if m == -math.inf else f"x = {x}"
             return wrong(name, f"For {start} it gave s = {got[1]}: s must stay a finite sum of "
                                f"exp(x_j - m) terms, each at most 1.")
-        return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({got[0]:.6g}, {got[1]:.6g}); "
-                           f"expected m_new = max(m, x) and s_new = s * exp(m - m_new) + "
-                           f"exp(x - m_new).")
+        (gm, em), (gs, es) = distinct(got[0], right[0]), distinct(got[1], right[1])
+        return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({gm}, {gs}); expected "
+                           f"m_new = max(m, x) = {em} and s_new = s * exp(m - m_new) + "
+                           f"exp(x - m_new) = {es}.")
     # The probes pass: the whole Example 2 row must come out of the same function.
     m, s = -math.inf, 0.0
     for step in online_softmax_trace(QUESTIONS["sink_share"]["scores"]):
-        result, error = _call(update, m, s, step.x)
-        if error or _pair(result) is None:
-            return wrong(name, error or f"Step {step.i} of Example 2 returned {result!r}.")
-        m, s = _pair(result)
-        if not close_to((m, s), (step.m, step.s), rtol=1e-9):
-            return wrong(name, f"Step {step.i} of Example 2 gives m = {m:.6g}, s = {s:.6g}; "
-                               f"expected m = {step.m:g}, s = {step.s:.6f}.")
+        result, error = call(update, m, s, step.x, overflow=_OVERFLOW)
+        got = None if error else _reals(result, 2)
+        if got is None:
+            return wrong(name, error or f"Step {step.i} of Example 2 returned {_short(result)}.")
+        m, s = got
+        if not close_to((m, s), (step.m, step.s), rtol=FLOAT32_RTOL):
+            (gm, em), (gs, es) = distinct(m, step.m), distinct(s, step.s)
+            return wrong(name, f"Step {step.i} of Example 2 gives m = {gm}, s = {gs}; "
+                               f"expected m = {em}, s = {es}.")
     return correct(name, f"Correct: when the max rises the old sum shrinks by exp(m - m_new), "
                          f"and Example 2's final s = {s:.6f} comes out in one pass.")
-
-
-def _vec(x):
-    try:
-        a = np.asarray(x, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        return None
-    return a
 
 
 # (m, s, acc, x, v) probes along Example 3: the first key, a key below the max, a key that
@@ -259,31 +252,51 @@ _ACC_HINTS = {
 }
 
 
+def _acc_state(result):
+    """(m, s, acc) from a student's result, or a hint saying what is wrong with it."""
+    try:
+        parts = items(result, what="(m_new, s_new, acc_new)")
+    except Unreadable:
+        parts = None
+    if parts is None or len(parts) != 3:
+        return None, (f"It returned {_short(result)}; return three things: "
+                      f"(m_new, s_new, acc_new).")
+    ms = _reals(parts[:2], 2)
+    if ms is None:
+        return None, (f"It returned {_short(result)}; m_new and s_new must be numbers: "
+                      f"return (m_new, s_new, acc_new).")
+    try:
+        acc = vector(parts[2], finite=False)
+    except Unreadable:
+        acc = None
+    if acc is None or acc.shape != (2,):
+        return None, "acc_new must be a vector with the value's dimension (2 here)."
+    return (ms[0], ms[1], acc), None
+
+
+@exercise
 def attention_update(update):
-    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: Example 3's value accumulator."""
+    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: Example 3's value accumulator.
+    Student code gets copies of acc and v: writing into them changes nothing here."""
     name = "attention_update"
-    if update is None:
-        return not_attempted(name)
     if not callable(update):
         return wrong(name, "Give a function update(m, s, acc, x, v) returning "
                            "(m_new, s_new, acc_new).")
+    probes = [(m, s, np.array(acc), x, np.array(v)) for m, s, acc, x, v in _ACC_PROBES]
+    if unfilled(update, probes):
+        return not_attempted(name)
     for m, s, acc, x, v in _ACC_PROBES:
-        result, error = _call(update, m, s, np.array(acc), x, np.array(v))
+        result, error = call(update, m, s, np.array(acc), x, np.array(v))
         if error:
             return wrong(name, error)
-        try:
-            gm, gs, gacc = result
-            got = (float(gm), float(gs), _vec(gacc))
-        except (TypeError, ValueError):
-            return wrong(name, f"It returned {result!r}; return three things: "
-                               f"(m_new, s_new, acc_new).")
-        if got[2] is None or got[2].shape != (2,):
-            return wrong(name, "acc_new must be a vector with the value's dimension (2 here).")
+        got, problem = _acc_state(result)
+        if problem:
+            return wrong(name, problem)
         variants = _acc_variants(m, s, acc, x, v)
         flat = np.concatenate([[got[0], got[1]], got[2]])
 
         def same(t):
-            return close_to(flat, np.concatenate([[t[0], t[1]], t[2]]), rtol=1e-6)
+            return close_to(flat, np.concatenate([[t[0], t[1]], t[2]]), rtol=FLOAT32_RTOL)
 
         if same(variants["right"]):
             continue
@@ -296,20 +309,28 @@ def attention_update(update):
                            f"{np.round(variants['right'][2], 6).tolist()}.")
     scores = QUESTIONS["sink_share"]["scores"]
     values = np.array([[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, -1]], dtype=float)
+    expected = online_attention_trace(scores, values)[-1]
+    want = np.asarray(expected.acc) / expected.s
     m, s, acc = -math.inf, 0.0, np.zeros(2)
     for x, v in zip(scores, values):
-        result, error = _call(update, m, s, acc, x, v)
+        result, error = call(update, m, s, acc, x, v)
         if error:
             return wrong(name, error)
-        m, s, acc = float(result[0]), float(result[1]), np.asarray(result[2], dtype=float)
-    expected = online_attention_trace(scores, values)[-1]
-    if not close_to(acc / s, np.asarray(expected.acc) / expected.s, rtol=1e-9):
-        return wrong(name, f"Over Example 3's six keys acc / s = {np.round(acc / s, 6)}; "
-                           f"expected {np.round(np.asarray(expected.acc) / expected.s, 6)}.")
-    out = ", ".join(f"{o:.6f}" for o in acc / s)
-    return correct(name, f"Correct: Example 3's output ({out}) in one pass.")
+        state, problem = _acc_state(result)
+        if problem:
+            return wrong(name, problem)
+        m, s, acc = state
+    with np.errstate(all="ignore"):
+        out = acc / s
+    if not close_to(out, want, rtol=FLOAT32_RTOL):
+        pairs = [distinct(o, w) for o, w in zip(out, want)]
+        return wrong(name, f"Over Example 3's six keys acc / s = [{', '.join(g for g, _ in pairs)}]"
+                           f"; expected [{', '.join(e for _, e in pairs)}].")
+    shown_out = ", ".join(f"{o:.6f}" for o in out)
+    return correct(name, f"Correct: Example 3's output ({shown_out}) in one pass.")
 
 
+@exercise
 def sink_share(answer):
     """Fraction of the weight a learned sink takes from Example 2's six scores.
 
@@ -343,6 +364,7 @@ def sink_share(answer):
 
 # ------------------------------------------------------------------ notebook 03
 
+@exercise
 def tiled_reads(answer):
     """Floats tiled attention reads for n = 100, d = 8, square blocks of 16, no mask (Ex. 4)."""
     q = QUESTIONS["tiled_reads"]
@@ -368,7 +390,7 @@ def tiled_reads(answer):
          f"The last key block holds only n - {n // b}B = {n % b} rows: count the real rows, "
          f"not full blocks."),
     ]
-    return check_number("tiled_reads", answer, expected, mistakes, unit="floats", rtol=1e-9,
+    return check_number("tiled_reads", answer, expected, mistakes, unit="floats", integer=True,
                          generic="reads = n d (queries, once) + ceil(n / B) x 2 n d (all K and "
                                  "V rows per query block).")
 
@@ -380,6 +402,22 @@ def _expected_skipped(n, b):
     return {(i, j) for i in range(t) for j in range(t)} - visited, t
 
 
+_PAIRS = "a set of (query block, key block) pairs, e.g. {(0, 3), ...}"
+
+
+def _block_pairs(answer):
+    """The student's pairs as a set of (i, j) ints; every index must be a whole number."""
+    got = set()
+    for pair in items(answer, what=_PAIRS):
+        ij = wholes(pair, what=_PAIRS + " of whole block indices")
+        if len(ij) != 2:
+            raise Unreadable(f"Give {_PAIRS}: each pair holds two block indices (i, j), got "
+                             f"{_short(pair)}.")
+        got.add(tuple(ij))
+    return got
+
+
+@exercise
 def causal_skipped_blocks(answer):
     """The (query block, key block) pairs a causal tiled kernel skips, n = 300, B = 64.
 
@@ -387,18 +425,14 @@ def causal_skipped_blocks(answer):
     """
     name = "causal_skipped_blocks"
     q = QUESTIONS[name]
-    if answer is None:
-        return not_attempted(name)
     expected, t = _expected_skipped(q["n"], q["block"])
-    if isinstance(answer, (Number, np.number)) and not isinstance(answer, bool):
-        if answer == len(expected):
+    count = as_number(answer)
+    if count is not None:
+        if count == len(expected):
             return wrong(name, f"Right count ({len(expected)}); now list the pairs (i, j).")
         return wrong(name, f"Give the set of skipped (query block, key block) pairs, not a "
-                           f"count (and {answer} is not the count either).")
-    try:
-        got = {(int(i), int(j)) for i, j in answer}
-    except (TypeError, ValueError):
-        return wrong(name, "Give a set of (query block, key block) pairs, e.g. {(0, 3), ...}.")
+                           f"count (and {shown(count)} is not the count either).")
+    got = _block_pairs(answer)
     if got == expected:
         return correct(name, f"Correct: {len(expected)} of {t * t} tiles lie entirely after "
                              f"the diagonal and are never loaded.")
@@ -433,6 +467,7 @@ def causal_skipped_blocks(answer):
                                           "j B comes after its last query i B + B - 1.")
 
 
+@exercise
 def small_block_ratio(answer):
     """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, Example 4)."""
     q = QUESTIONS["small_block_ratio"]

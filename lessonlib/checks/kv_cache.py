@@ -9,7 +9,7 @@ import numpy as np
 
 from ..configs import load_config
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token
-from . import check_number, correct, not_attempted, wrong
+from . import check_number, correct, exercise, vector, wholes, wrong
 
 __all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "QUESTIONS"]
 
@@ -27,6 +27,7 @@ def _shape(cfg):
             cfg.get("head_dim") or cfg["hidden_size"] // heads)
 
 
+@exercise
 def kv_cache_gib(answer):
     """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (Example 6)."""
     q = QUESTIONS["kv_cache_gib"]
@@ -49,6 +50,7 @@ def kv_cache_gib(answer):
                                 "times the tokens, divided by 2**30.")
 
 
+@exercise
 def mla_cache_gib(answer):
     """GiB of DeepSeek-V3's MLA cache at its full 163,840-token context, BF16 (Example 8)."""
     q = QUESTIONS["mla_cache_gib"]
@@ -80,22 +82,22 @@ def mla_cache_gib(answer):
                                 "times the tokens, divided by 2**30.")
 
 
+@exercise
 def kv_head_map(answer):
     """The KV head each of Llama 3 8B's 32 query heads reads (8 KV heads), as a list."""
     name = "kv_head_map"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     hq, hkv = q["hq"], q["hkv"]
     expected = gqa_head_map(hq, hkv)
-    try:
-        got = np.asarray(answer)
-        if got.dtype.kind not in "iuf" or got.ndim != 1:
-            raise ValueError
-        got = got.astype(np.int64)
-    except (TypeError, ValueError):
-        return wrong(name, f"Give a list of {hq} integers: element h is the KV head that "
-                           f"query head h reads.")
+    what = (f"a list of {hq} integers: element h is the KV head that query head h reads")
+    values = vector(answer, what=what)
+    h = np.arange(hq)
+    if values.shape == (hq,) and np.allclose(values, h / (hq / hkv), rtol=1e-9):
+        return wrong(name, f"/ gives fractions (0.25, 0.5, ...): a KV head is a whole index. "
+                           f"Use // so that h // {hq // hkv} puts query heads 0-{hq // hkv - 1} "
+                           f"on KV head 0.")
+    got = np.array(wholes(values, what=what, slip=f"; if it came from /, use // "
+                                                 f"(h // {hq // hkv})"), dtype=object)
     if got.shape != (hq,):
         hint = " (one per KV head?)" if got.size == hkv else ""
         return wrong(name, f"Give one entry per query head: {hq} of them, got {got.size}{hint}.")

@@ -4,6 +4,7 @@ Every check takes the student's answer (``None`` while the stub is unfilled) and
 Verdict: not attempted, correct, or wrong with a hint that names the mistake. Expected values
 come from lessonlib (traffic, needles); the typical mistakes are recomputed the wrong way.
 """
+import functools
 import math
 
 import numpy as np
@@ -12,7 +13,7 @@ from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token
 from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
 from ..traffic import long_context_cost
-from . import check_number, correct, not_attempted, wrong
+from . import _scalar, _short, call, check_number, correct, exercise, not_attempted, unfilled, wrong
 
 __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS"]
 
@@ -33,6 +34,7 @@ def _shape(name):
     return cfg, cfg["num_hidden_layers"], q_dim, kv_dim
 
 
+@exercise
 def crossover_tokens(answer):
     """The context length n at which Llama 3 8B's causal attention FLOPs equal its weight
     FLOPs in prefill (Example 16's model: 8.03e9 parameters, 32 layers, q_dim 4,096)."""
@@ -56,6 +58,7 @@ def crossover_tokens(answer):
                                            "2 n^2 q_dim L and solve for n.")
 
 
+@exercise
 def prompt_cost_ratio(answer):
     """How many times more prefill FLOPs a 131,072-token prompt costs than a 4,096-token one
     (weights plus causal attention, Example 16's Llama 3 8B shape)."""
@@ -88,6 +91,7 @@ def _cells():
     return [(n, d) for n in q["lengths"] for d in q["depths"]]
 
 
+@functools.lru_cache(maxsize=1)
 def _truth():
     q = QUESTIONS["needle_found"]
     grid = run_needle_grid(EdgeHeavyModel(), q["lengths"], q["depths"], progress=False)
@@ -115,22 +119,36 @@ _HINTS = [
 ]
 
 
+def _truth_value(result):
+    """A student's True/False: a bool (Python, numpy, or a 0-d array or tensor of one), or the
+    integers 0 and 1 (``int(...)`` of a comparison); None for anything else (a float, a
+    string, None, 2)."""
+    v = _scalar(result)
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)) and v in (0, 1):
+        return bool(v)
+    return None
+
+
+@exercise
 def needle_found(found):
-    """``found(length, depth) -> bool``: predict whether ``EdgeHeavyModel`` finds the needle."""
+    """``found(length, depth) -> bool``: predict whether ``EdgeHeavyModel`` finds the needle.
+    True/False (numpy bools too) or 1/0 are read as the prediction."""
     name = "needle_found"
-    if found is None:
-        return not_attempted(name)
     if not callable(found):
         return wrong(name, "Give a function found(length, depth) that returns True or False.")
-    truth = _truth()
+    if unfilled(found, _cells()):
+        return not_attempted(name)
+    truth = dict(_truth())
     got = {}
     for cell in _cells():
-        try:
-            got[cell] = found(*cell)
-        except Exception as e:  # the student's code: report, do not raise
-            return wrong(name, f"found{cell} raised {type(e).__name__}: {e}")
-        if not isinstance(got[cell], (bool, np.bool_)):
-            return wrong(name, f"found{cell} returned {got[cell]!r}; return True or False.")
+        result, error = call(found, *cell, label=f"found{cell}")
+        if error:
+            return wrong(name, error)
+        got[cell] = _truth_value(result)
+        if got[cell] is None:
+            return wrong(name, f"found{cell} returned {_short(result)}; return True or False.")
     if all(bool(got[c]) == truth[c] for c in truth):
         return correct(name, f"Correct on all {len(truth)} cells, the edges included.")
     for variant, hint in _HINTS:

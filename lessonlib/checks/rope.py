@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import rope as R
 from ..configs import load_config
-from . import check_number, close_to, correct, not_attempted, wrong
+from . import (FLOAT32_EPS, FLOAT32_RTOL, Unreadable, call, check_number, close_to,
+               correct, distinct, exercise, not_attempted, shown, unfilled, vector, wrong)
 
 __all__ = ["inv_freq", "rotate_neox", "never_turning", "ntk_base", "yarn_band",
            "yarn_score_factor", "pi_overshoot", "QUESTIONS"]
@@ -40,19 +41,15 @@ def _head(base, d):
 
 # ------------------------------------------------------------------ notebook 07
 
+@exercise
 def inv_freq(answer):
     """theta_i for gpt-oss-20b's head (d = 64, base 150,000): an array of d/2 = 32 numbers."""
     name = "inv_freq"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     d, b = q["d"], q["base"]
     expected = _head(b, d)
-    try:
-        a = np.asarray(answer, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        return wrong(name, f"Give an array of {d // 2} numbers, got {type(answer).__name__}.")
-    if close_to(a, expected, rtol=1e-6):
+    a = vector(answer, what=f"an array of {d // 2} numbers")
+    if close_to(a, expected, rtol=FLOAT32_RTOL):
         return correct(name, f"Correct: {d // 2} pairs, from {expected[0]:g} rad per position "
                              f"(pair 0) down to {expected[-1]:.4e} (pair {d // 2 - 1}).")
     i = np.arange(d // 2)
@@ -75,57 +72,78 @@ def inv_freq(answer):
                                             "radians per position (no 2 pi)."),
     ]
     for candidate, hint in mistakes:
-        if close_to(a, candidate, rtol=1e-6):
+        if close_to(a, candidate, rtol=FLOAT32_RTOL):
             return wrong(name, hint)
     if a.size != d // 2:
         return wrong(name, f"Give {d // 2} numbers (one per pair), got {a.size}.")
-    bad = int(np.flatnonzero(~np.isclose(a, expected, rtol=1e-6))[0])
-    return wrong(name, f"Pair {bad} is off: expected {expected[bad]:.6e}, got {a[bad]:.6e}. "
+    bad = int(np.flatnonzero(~np.isclose(a, expected, rtol=FLOAT32_RTOL, atol=0.0))[0])
+    got_text, want_text = distinct(a[bad], expected[bad], digits=7)
+    return wrong(name, f"Pair {bad} is off: expected {want_text}, got {got_text}. "
                        "theta_i = base^(-2i/d) for i = 0 .. d/2 - 1.")
 
 
+def _rotation_atol(x, m, theta):
+    """How far a right rotation computed in float32 may land from the float64 one: the angle
+    m theta carries a rounding error of a few units of 2**-23 relative to itself, so the
+    tolerance grows with the position (16 units: the float32 error measured is under 1)."""
+    return 16 * FLOAT32_EPS * (1.0 + abs(m) * float(np.max(theta))) * float(np.max(np.abs(x)))
+
+
+@exercise
 def rotate_neox(answer):
     """A function ``rotate(x, m, theta)`` that turns a NeoX-layout head x (length 2 * len(theta))
-    by position m: pair i is (x[i], x[i + d/2]), turned by the angle m * theta[i]."""
+    by position m: pair i is (x[i], x[i + d/2]), turned by the angle m * theta[i]. A rotation
+    computed in float32 passes."""
     name = "rotate_neox"
-    if answer is None:
-        return not_attempted(name)
     if not callable(answer):
         return wrong(name, f"Give a function rotate(x, m, theta), got {type(answer).__name__}.")
     q = QUESTIONS[name]
     d = q["d"]
     theta = _head(q["base"], d)
     x = np.random.default_rng(7).standard_normal(d)
+    if unfilled(answer, [(x, m, theta) for m in q["positions"]]):
+        return not_attempted(name)
     results = []
     for m in q["positions"]:
+        result, error = call(answer, x, m, theta, label=f"rotate(x, {m}, theta)")
+        if error:
+            return wrong(name, error)
         try:
-            out = np.asarray(answer(x.copy(), m, theta.copy()), dtype=np.float64)
-        except Exception as err:  # a student's function: report its error, do not crash
-            return wrong(name, f"rotate(x, {m}, theta) raised {type(err).__name__}: {err}")
+            out = vector(result, what=f"an array shaped like x {x.shape}", finite=False,
+                         flatten=False)
+        except Unreadable as why:
+            return wrong(name, f"rotate(x, {m}, theta) returned {type(result).__name__}: {why}")
         if out.shape != x.shape:
             return wrong(name, f"rotate must return an array shaped like x {x.shape}, "
                                f"got {out.shape}.")
         results.append(out)
     out = np.stack(results)  # (positions, d)
     pos = np.asarray(q["positions"], dtype=np.float64)
+    atol = np.array([_rotation_atol(x, m, theta) for m in q["positions"]])[:, None]
 
     def ref(style, sign=1.0):
         return R.apply_rope(np.tile(x, (pos.size, 1)), sign * pos, theta, style=style)
 
-    if np.allclose(out, ref("neox"), rtol=1e-6, atol=1e-9):
+    def same(want):
+        with np.errstate(all="ignore"):
+            return bool(np.all(np.abs(out - want) <= atol + FLOAT32_RTOL * np.abs(want)))
+
+    if same(ref("neox")):
         return correct(name, "Correct: pairs (i, i + d/2), each turned by m * theta_i; the "
                              "length of every pair is kept.")
-    if np.allclose(out, ref("gptj"), rtol=1e-6, atol=1e-9):
+    if same(ref("gptj")):
         return wrong(name, "That is the GPT-J pairing (2i, 2i + 1). A NeoX checkpoint pairs "
                            "dimension i with i + d/2: x1 = x[:d/2], x2 = x[d/2:]. With the wrong "
                            "pairing the model runs without any error and writes fluent garbage.")
-    if np.allclose(out, ref("neox", -1.0), rtol=1e-6, atol=1e-9):
+    if same(ref("neox", -1.0)):
         return wrong(name, "The pairs turn backwards (angle -m * theta_i): use "
                            "x1 cos - x2 sin for the first half and x2 cos + x1 sin for the second.")
-    if np.allclose(out, ref("gptj", -1.0), rtol=1e-6, atol=1e-9):
+    if same(ref("gptj", -1.0)):
         return wrong(name, "Two slips: GPT-J pairing (2i, 2i + 1) instead of NeoX (i, i + d/2), "
                            "and the sine's sign (the pairs turn backwards).")
-    if not np.allclose(np.linalg.norm(out, axis=1), np.linalg.norm(x), rtol=1e-6):
+    with np.errstate(all="ignore"):
+        kept = np.allclose(np.linalg.norm(out, axis=1), np.linalg.norm(x), rtol=FLOAT32_RTOL)
+    if not kept:
         return wrong(name, "The vector's length changed, so this is not a rotation. Compute both "
                            "halves from the old values (overwriting x1 before computing the "
                            "second half is the usual slip), with the same angle in cos and sin.")
@@ -133,6 +151,7 @@ def rotate_neox(answer):
                        "m * theta, return concat(x1 cos - x2 sin, x2 cos + x1 sin).")
 
 
+@exercise
 def never_turning(answer):
     """How many of Llama-3.1-8B's pairs (its base, d = 128, no scaling) never complete one turn
     within its 8,192 trained positions?"""
@@ -161,7 +180,7 @@ def never_turning(answer):
          "That uses the llama3-scaled frequencies; the question asks about the base RoPE the "
          "model was trained with (before the 8x extension)."),
     ]
-    return check_number(name, answer, expected, mistakes, rtol=0, atol=0.5, fmt=".0f",
+    return check_number(name, answer, expected, mistakes, integer=True, fmt=".0f",
                          unit="pairs",
                          generic=f"Count the pairs whose wavelength 2 pi / theta_i is longer "
                                  f"than {n:,} positions.")
@@ -169,6 +188,10 @@ def never_turning(answer):
 
 # ------------------------------------------------------------------ notebook 08
 
+_NTK_EXAMPLE = dict(base=10_000.0, factor=4.0)  # notebook 08's worked NTK number (40,889.9)
+
+
+@exercise
 def ntk_base(answer):
     """The NTK-aware base for base 500,000, d = 128, s = 8 (Llama-3.1's head, if it used NTK)."""
     q = QUESTIONS["ntk_base"]
@@ -183,33 +206,37 @@ def ntk_base(answer):
                                              f"not the number of pairs {d // 2}."),
         (b / s, "The base must grow (slower pairs), not shrink: base' = base * s^(d/(d-2))."),
         (b * s ** 2, "The exponent is d/(d-2), just above 1, not 2."),
+        # the worked example of the notebook uses base 10,000 and s = 4 on the same d = 128
+        (_NTK_EXAMPLE["base"] * s ** (d / (d - 2)),
+         f"That uses base {_NTK_EXAMPLE['base']:,.0f}, the worked example's; Llama 3.1's "
+         f"rope_theta is {b:,.0f}."),
+        (b * _NTK_EXAMPLE["factor"] ** (d / (d - 2)),
+         f"That uses s = {_NTK_EXAMPLE['factor']:g}, the worked example's factor; the question's "
+         f"s is {s:g}."),
+        (_NTK_EXAMPLE["base"] * _NTK_EXAMPLE["factor"] ** (d / (d - 2)),
+         f"That is the worked example's base' (base {_NTK_EXAMPLE['base']:,.0f}, s = "
+         f"{_NTK_EXAMPLE['factor']:g}); redo it with base {b:,.0f} and s = {s:g}."),
+        ((b * s) ** (d / (d - 2)), "The exponent applies to s alone: base * s^(d/(d-2)), not "
+                                   "(base * s)^(d/(d-2))."),
+        (b * s ** d / (d - 2), "Mind the parentheses: s ** d / (d - 2) is s^d divided by d - 2; "
+                               "write s ** (d / (d - 2))."),
+        (s ** (d / (d - 2)), "That is the factor s^(d/(d-2)) alone: multiply the base by it."),
     ]
     return check_number("ntk_base", answer, expected, mistakes, rtol=1e-4, fmt=",.1f",
                          generic="base' = base * s^(d/(d-2)).")
 
 
-def _pair(answer):
-    try:
-        a = [float(x) for x in answer]
-    except (TypeError, ValueError):
-        return None
-    return a if len(a) == 2 and all(math.isfinite(x) for x in a) else None
-
-
+@exercise
 def yarn_band(answer):
     """YaRN's (low, high) for DeepSeek-V3's config (beta_fast 32, beta_slow 1, truncated)."""
     name = "yarn_band"
-    if answer is None:
-        return not_attempted(name)
     cfg = load_config(QUESTIONS[name]["config"])
     p = R.rope_parameters(cfg)
     r, b = R.rotary_dim(cfg), float(p["rope_theta"])
     L0 = int(p["original_max_position_embeddings"])
     fast, slow = float(p["beta_fast"]), float(p["beta_slow"])
     expected = R.yarn_correction_range(fast, slow, r, b, L0)
-    a = _pair(answer)
-    if a is None:
-        return wrong(name, f"Give two numbers (low, high), got {answer!r}.")
+    a = list(vector(answer, what="two numbers (low, high)", size=2))
     if a == list(expected):
         return correct(name, f"Correct: {tuple(expected)}. DeepSeek rotates only its "
                              f"qk_rope_head_dim = {r} dims, so its band sits at lower pair "
@@ -237,10 +264,15 @@ def yarn_band(answer):
     for candidates, hint in checks:
         if any(np.allclose(a, c, atol=1e-6) for c in candidates):
             return wrong(name, hint)
-    return wrong(name, f"Not {tuple(a)}. low = floor(r ln(L0 / (2 pi beta_fast)) / (2 ln b)), "
-                       "high = ceil(the same with beta_slow).")
+    if any(x != round(x) for x in a):
+        return wrong(name, f"Not ({shown(a[0])}, {shown(a[1])}): low and high are whole pair "
+                           f"indices. low = floor(r ln(L0 / (2 pi beta_fast)) / (2 ln b)), "
+                           f"high = ceil(the same with beta_slow).")
+    return wrong(name, f"Not ({shown(a[0])}, {shown(a[1])}). low = floor(r ln(L0 / (2 pi "
+                       f"beta_fast)) / (2 ln b)), high = ceil(the same with beta_slow).")
 
 
+@exercise
 def yarn_score_factor(answer):
     """By what factor does YaRN multiply the rotary part of a q.k score at gpt-oss-20b's factor?"""
     cfg = load_config(QUESTIONS["yarn_score_factor"]["config"])
@@ -261,6 +293,10 @@ def yarn_score_factor(answer):
                          generic="mscale = 0.1 ln(s) + 1 on cos and sin; q.k carries it twice.")
 
 
+_PI_EXAMPLE_OVER = 16383 / 4 - 4095  # notebook 08's PI table: 0.75 positions past 4,095
+
+
+@exercise
 def pi_overshoot(answer):
     """PI at s = 8 (4,096 trained positions served to 32,768): how many radians past its trained
     maximum does pair 4's angle at position 32,767 land?"""
@@ -284,6 +320,29 @@ def pi_overshoot(answer):
         ((m - (n - 1)) * theta[i], "Without PI the angle would be that far out; with PI the "
                                    "position is divided by s first."),
         (-expected, "Sign: the scaled angle is larger than the trained maximum."),
+        # the notebook's worked PI case is s = 4 at position 16,383: 0.75 positions past 4,095
+        (_PI_EXAMPLE_OVER, f"{_PI_EXAMPLE_OVER:g} positions is the notebook's s = 4 case "
+                           f"(16,383 / 4 - 4,095), and in positions. Here s = {s:g} and the "
+                           f"position is {m:,}; then multiply by pair {i}'s speed theta_{i} for "
+                           f"radians."),
+        (_PI_EXAMPLE_OVER * theta[i], f"That uses the s = 4 overshoot ({_PI_EXAMPLE_OVER:g} "
+                                      f"positions); with s = {s:g}, position {m:,} is read as "
+                                      f"{m:,} / {s:g}."),
+        (expected * 180 / math.pi, "That is in degrees; the question asks for radians."),
+        (expected / (2 * math.pi), "That is in turns (one turn is 2 pi rad); the question asks "
+                                   "for radians."),
+        ((m + 1) / s * theta[i] - (n - 1) * theta[i],
+         f"The last position served is {m:,} (positions 0..{m:,}), not {m + 1:,}."),
+        (m / s * theta[i] - n * theta[i],
+         f"The trained positions are 0..{n - 1:,}: the trained maximum is (L0 - 1) * theta_{i} "
+         f"= {n - 1:,} theta_{i}, not {n:,} theta_{i}."),
+        ((m / s - (n - 1)) * _theta(q["base"], q["d"], [i])[0],
+         f"Pair {i}'s speed is theta_{i} = base^(-2 x {i}/d) = base^(-{2 * i}/{q['d']}), not "
+         f"base^(-{i}/{q['d']})."),
+        ((m / s - (n - 1)) * theta[i - 1], f"Pairs count from 0: pair {i} turns at theta_{i} = "
+                                           f"base^(-{2 * i}/{q['d']}), not theta_{i - 1}."),
+        ((m / s - (n - 1)) * theta[i + 1], f"Pairs count from 0: pair {i} turns at theta_{i} = "
+                                           f"base^(-{2 * i}/{q['d']}), not theta_{i + 1}."),
     ]
     return check_number("pi_overshoot", answer, expected, mistakes, rtol=1e-6, atol=1e-9,
                          unit="rad", fmt=".4g",

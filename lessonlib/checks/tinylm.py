@@ -5,10 +5,14 @@
     streaming_positions(answer)       what a 4-sink StreamingLLM cache holds, and the newest
                                       key's RoPE position
 """
+import math
+from collections.abc import Mapping
+
 import numpy as np
 
-from lessonlib.checks import close_to, correct, not_attempted, wrong
-from lessonlib.rope import rope_frequencies
+from lessonlib.checks import (Unreadable, as_number, correct, exercise, items, number, quiet,
+                              rounded_hint, whole, wholes, wrong)
+from lessonlib.rope import rope_frequencies, rope_parameters, rotary_dim
 from lessonlib.streaming import StreamingCache
 
 __all__ = ["pi_config", "uniform_bos_weight", "streaming_positions",
@@ -27,22 +31,51 @@ def _tiny_config(rope_scaling=None):
     return cfg
 
 
+def _read(config):
+    """(inv_freq, attention factor, rotary dim, rope_theta) lessonlib.rope gives the tiny model
+    with this config, or the message of why it cannot."""
+    try:
+        with quiet():
+            inv_freq, af = rope_frequencies(config, seq_len=PI_LENGTH)
+            r, base = rotary_dim(config), float(rope_parameters(config)["rope_theta"])
+    except ValueError as err:
+        return None, f"lessonlib.rope rejects it: {err}"
+    except Exception as err:  # noqa: BLE001 -- whatever a dict holds: a hint, not a traceback
+        return None, f"lessonlib.rope cannot read it ({type(err).__name__}: {err})"
+    return (inv_freq, af, r, base), None
+
+
+@exercise
 def pi_config(answer):
     """``answer``: a rope_scaling dict such that the model reads positions 0..1023 as PI does,
-    landing on the trained range [0, 256) with as little squeeze as that needs."""
+    landing on the trained range [0, 256) with as little squeeze as that needs. Keys that are
+    legal in a rope dict (``partial_rotary_factor``, ``rope_theta``) are judged, not refused:
+    PI changes neither how many dims rotate nor the base."""
     name = "pi_config"
-    if answer is None:
-        return not_attempted(name)
-    if not isinstance(answer, dict):
+    if not isinstance(answer, Mapping):
         return wrong(name, f"give a dict such as {{'rope_type': ..., 'factor': ...}}, got "
                            f"{type(answer).__name__}")
-    try:
-        inv_freq, af = rope_frequencies(_tiny_config(answer), seq_len=PI_LENGTH)
-    except ValueError as err:
-        return wrong(name, f"lessonlib.rope rejects it: {err}")
-    theta, _ = rope_frequencies(_tiny_config())
-    ratio = theta / inv_freq  # how much each pair is slowed
-    if not np.allclose(ratio, ratio[0], rtol=1e-9):
+    if "rope_scaling" in answer or "rope_parameters" in answer:
+        return wrong(name, "give the rope_scaling dict itself, not a config that holds it")
+    read, problem = _read(_tiny_config(dict(answer)))
+    if problem:
+        return wrong(name, problem)
+    inv_freq, af, r, base = read
+    model = _tiny_config()
+    r0, base0 = rotary_dim(model), float(rope_parameters(model)["rope_theta"])
+    if r != r0:
+        return wrong(name, f"that rotates {r} of the head's {r0} dims (partial_rotary_factor); "
+                           f"the model was trained rotating all {r0}, and PI changes only how "
+                           f"fast the pairs turn: leave partial_rotary_factor out (or 1.0).")
+    if base != base0:
+        return wrong(name, f"rope_theta = {base:g} changes the model's base ({base0:,.0f}, what "
+                           f"it was trained with); PI keeps the base and reads position m as "
+                           f"m / s.")
+    theta, _ = rope_frequencies(model)
+    with np.errstate(all="ignore"):
+        ratio = theta / inv_freq  # how much each pair is slowed
+        uniform = np.allclose(ratio, ratio[0], rtol=1e-9)
+    if not uniform:
         return wrong(name, "that slows some pairs more than others (NTK-aware, YaRN, ...): PI "
                            "slows every pair by the same factor, i.e. reads position m as m / s "
                            "(rope_type 'linear').")
@@ -64,45 +97,62 @@ def pi_config(answer):
                          "so 0..1023 map onto 0..255.75, and neighbours end up 1/4 apart.")
 
 
+@exercise
 def uniform_bos_weight(answer):
     """``answer``: the mean, over queries at positions 32..255, of the weight <bos> (key 0)
     would get if each causal query spread its attention evenly over the keys it can see."""
     name = "uniform_bos_weight"
-    if answer is None:
-        return not_attempted(name)
     p = np.arange(QUERY_FROM, TRAINED_LENGTH)
     expected = float(np.mean(1.0 / (p + 1)))  # query p sees keys 0..p: p + 1 of them
-    if close_to(answer, expected, rtol=1e-6):
+    if as_number(answer) is None:
+        try:
+            items(answer)
+        except Unreadable:
+            pass
+        else:
+            return wrong(name, "give one number (the mean over the queries).")
+    value = number(answer)
+
+    def near(a, b):
+        return math.isclose(a, b, rel_tol=1e-6)
+
+    if near(value, expected):
         return correct(name, f"Correct: {expected:.4f}. The query at p sees p + 1 keys, so "
                              f"uniform attention gives <bos> 1/(p + 1).")
-    if np.ndim(answer) != 0:
-        return wrong(name, "give one number (the mean over the queries).")
-    if close_to(answer, np.mean(1.0 / p), rtol=1e-6):
-        return wrong(name, "off by one: the query at position p also sees itself, so it has "
-                           "p + 1 keys, not p.")
-    if close_to(answer, 1.0 / TRAINED_LENGTH, rtol=1e-6):
-        return wrong(name, "that is uniform over all 256 keys; a causal query at p sees only "
-                           "keys 0..p.")
-    if close_to(answer, 1.0 / (np.mean(p) + 1), rtol=1e-6):
-        return wrong(name, "average the weights 1/(p + 1), not the positions: the mean of 1/x "
-                           "is not 1 over the mean of x.")
+    mistakes = [
+        (float(np.mean(1.0 / p)), "off by one: the query at position p also sees itself, so it "
+                                  "has p + 1 keys, not p."),
+        (1.0 / TRAINED_LENGTH, "that is uniform over all 256 keys; a causal query at p sees "
+                               "only keys 0..p."),
+        (1.0 / (np.mean(p) + 1), "average the weights 1/(p + 1), not the positions: the mean "
+                                 "of 1/x is not 1 over the mean of x."),
+    ]
+    for candidate, hint in mistakes:
+        if near(value, candidate):
+            return wrong(name, hint)
+    close = rounded_hint(answer, value, expected, [c for c, _ in mistakes], near)
+    if close:
+        return wrong(name, close)
     return wrong(name, "not yet: for each query position p in 32..255, <bos> gets 1/(number of "
                        "keys p can see); average those.")
 
 
+@exercise
 def streaming_positions(answer):
     """``answer``: ``(held, rope_position)``: the original positions a StreamingLLM cache with
     4 sinks and 252 recent tokens holds after tokens 0..1000, sorted, and the RoPE position the
     newest key (token 1000) is rotated by."""
     name = "streaming_positions"
-    if answer is None:
-        return not_attempted(name)
+    pair = "a pair: (array of original positions held, RoPE position of token 1000)"
     try:
-        held, rope_position = answer
-        held = np.asarray(held)
-    except (TypeError, ValueError):
-        return wrong(name, "give a pair: (array of original positions held, RoPE position of "
-                           "token 1000).")
+        parts = items(answer, what=pair)
+    except Unreadable:
+        parts = None
+    if parts is None or len(parts) != 2:
+        return wrong(name, f"give {pair}.")
+    held = np.array(wholes(parts[0], what="the original positions held, as whole numbers",
+                           ordered=False), dtype=object)  # Python ints: no overflow
+    rope_position = whole(parts[1], what="the RoPE position as one number")
     cache = StreamingCache(N_SINK, N_RECENT)
     for _ in range(STREAM_SEEN):
         cache.append()
@@ -115,10 +165,6 @@ def streaming_positions(answer):
                                "tokens, the last 252 being 749..1000.")
         return wrong(name, f"the cache holds {want.size} positions: the 4 sinks and the latest "
                            "252.")
-    try:
-        rope_position = float(rope_position)
-    except (TypeError, ValueError):
-        return wrong(name, "the RoPE position is one number.")
     if rope_position == STREAM_SEEN - 1:
         return wrong(name, "1000 is its original position; StreamingLLM rotates by the cache "
                            "slot, so no position beyond the cache size is ever seen.")

@@ -8,12 +8,12 @@ and the sink fold); the typical mistakes are recomputed the wrong way so a hint 
 Nothing here imports triton.
 """
 import math
-from numbers import Number
 
 import numpy as np
 
 from ..attention import key_blocks
-from . import close_to, correct, not_attempted, wrong
+from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to, correct,
+               exercise, not_attempted, shown, unfilled, vector, wholes, wrong)
 
 __all__ = ["grid_programs", "program_heads", "visited_key_blocks", "sink_output", "QUESTIONS"]
 
@@ -32,28 +32,17 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def _is_number(x):
-    return isinstance(x, (Number, np.number)) and not isinstance(x, (bool, np.bool_))
-
-
 # ------------------------------------------------------------------ 1. the launch grid
 
+@exercise
 def grid_programs(answer):
     """Programs launched for q (2, 8, 1000, d), k/v (2, 2, 1000, d), BLOCK_M = BLOCK_N = 64."""
     name = "grid_programs"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     b, hq, hkv, nq, nk, bm, bn = (q[k] for k in ("b", "hq", "hkv", "nq", "nk", "block_m",
                                                   "block_n"))
     axis0 = _cdiv(nq, bm)
     expected = axis0 * b * hq
-    if not _is_number(answer) or not math.isfinite(answer):
-        return wrong(name, f"Give one whole number of programs, got {answer!r}.")
-    if answer == expected:
-        return correct(name, f"Correct: grid = (cdiv({nq}, {bm}), {b} x {hq}) = ({axis0}, "
-                             f"{b * hq}): {expected} programs, each with its own {bm} query "
-                             f"rows of one head.")
     mistakes = [
         (nq // bm * b * hq, f"{nq} / {bm} = {nq / bm:g} is not whole: the last {nq % bm} rows "
                             f"need a program too, so axis 0 is cdiv({nq}, {bm}) = {axis0}, "
@@ -72,11 +61,12 @@ def grid_programs(answer):
                                          "splits the queries."),
         (nq * b * hq, f"A program owns a block of BLOCK_M = {bm} query rows, not one row."),
     ]
-    for value, hint in mistakes:
-        if math.isclose(answer, value, rel_tol=1e-9):
-            return wrong(name, hint)
-    return wrong(name, f"Not {answer:g}. The grid is (cdiv(nq, BLOCK_M), b x hq): one program "
-                       f"per block of query rows of one head.")
+    return check_number(name, answer, expected, mistakes, integer=True,
+                        right=f"Correct: grid = (cdiv({nq}, {bm}), {b} x {hq}) = ({axis0}, "
+                              f"{b * hq}): {expected} programs, each with its own {bm} query "
+                              f"rows of one head.",
+                        generic="The grid is (cdiv(nq, BLOCK_M), b x hq): one program per "
+                                "block of query rows of one head.")
 
 
 # ------------------------------------------------------------------ 2. who am I?
@@ -108,29 +98,45 @@ _HEAD_MISTAKES = [
 
 def _table(func):
     """func's answers on every probe: {(pid_bh, hq, hkv): (b, h, h_kv)}."""
-    return {(pid_bh, hq, hkv): tuple(func(pid_bh, hq, hkv))
-            for hq, hkv in QUESTIONS["program_heads"]["probes"]
-            for pid_bh in range(2 * hq)}  # two batch elements
+    return {(pid_bh, hq, hkv): tuple(func(pid_bh, hq, hkv)) for pid_bh, hq, hkv in _probes()}
 
 
+def _probes():
+    return [(pid_bh, hq, hkv) for hq, hkv in QUESTIONS["program_heads"]["probes"]
+            for pid_bh in range(2 * hq)]  # two batch elements
+
+
+_HEADS = "three whole numbers (b, h, h_kv)"
+_HEAD_SLIP = ("; a batch element or a head is a whole index: use // (floor division), not /, "
+              "or b, h = divmod(pid_bh, hq)")
+
+
+@exercise
 def program_heads(func):
     """``func(pid_bh, hq, hkv) -> (b, h, h_kv)``: the batch element, query head and KV head of
     the programs on grid axis 1 (the kernel's "who am I?" lines)."""
     name = "program_heads"
-    if func is None:
-        return not_attempted(name)
     if not callable(func):
         return wrong(name, "Give a function program_heads(pid_bh, hq, hkv) returning "
                            "(b, h, h_kv).")
+    if unfilled(func, _probes()):
+        return not_attempted(name)
     got = {}
-    for hq, hkv in QUESTIONS[name]["probes"]:
-        for pid_bh in range(2 * hq):
-            try:
-                got[pid_bh, hq, hkv] = tuple(int(x) for x in func(pid_bh, hq, hkv))
-            except Exception as err:  # noqa: BLE001 -- the student's code: report, never crash
-                return wrong(name, f"program_heads({pid_bh}, {hq}, {hkv}) raised "
-                                   f"{type(err).__name__}: {err}. Return three integers "
-                                   f"(b, h, h_kv).")
+    for key in _probes():
+        call_text = "program_heads({}, {}, {})".format(*key)
+        result, error = call(func, *key, label=call_text)
+        if error:
+            return wrong(name, f"{error}. Return three integers (b, h, h_kv).")
+        if result is None:
+            return wrong(name, f"{call_text} returned None: every path through the function "
+                               f"must return (b, h, h_kv).")
+        try:
+            got[key] = tuple(wholes(result, what=_HEADS, slip=_HEAD_SLIP))
+        except Unreadable as why:
+            return wrong(name, f"{call_text} returned {_short(result)}: {why}")
+        if len(got[key]) != 3:
+            return wrong(name, f"{call_text} returned {_short(result)}; return three integers "
+                               f"(b, h, h_kv).")
     expected = _table(_right_heads)
     if got == expected:
         return correct(name, "Correct: b, h = divmod(pid_bh, hq) and h_kv = h // (hq // hkv). "
@@ -160,28 +166,27 @@ def _band(first, last_key, block_n, sink_tokens):
         | set(range(_cdiv(sink_tokens, block_n)))
 
 
+@exercise
 def visited_key_blocks(answer):
     """The key blocks program pid_m = 5 visits: n = 1024, BLOCK_M = 128, BLOCK_N = 64, causal,
     window W = 193, 4 sink tokens (block indices, each block BLOCK_N keys)."""
     name = "visited_key_blocks"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     n, bm, bn, w, sinks, pid = (q[k] for k in ("n", "block_m", "block_n", "window",
                                                "sink_tokens", "pid_m"))
     expected = _visited(n, bm, bn, q["causal"], w, sinks, pid)
     p_first, p_last = pid * bm, min(pid * bm + bm, n) - 1
-    if _is_number(answer):
+    count = as_number(answer)
+    if count is not None:
         first_band = min(expected - set(range(_cdiv(sinks, bn))))
-        if answer == first_band:
+        if count == first_band:
             return wrong(name, f"Block {first_band} is where the window's band starts; give the "
                                f"whole set of blocks the program visits, sinks included.")
         return wrong(name, "Give the set of key-block indices the program visits, e.g. "
                            "{0, 3, 4}.")
-    try:
-        got = {int(j) for j in answer}
-    except (TypeError, ValueError):
-        return wrong(name, "Give a set (or list) of key-block indices, e.g. {0, 3, 4}.")
+    got = set(wholes(answer, what="a set (or list) of key-block indices, e.g. {0, 3, 4}",
+                     ordered=False, slip="; block indices are whole: use // (floor division) "
+                                         "to find the block that holds a key"))
     if got == expected:
         return correct(name, f"Correct: the sink block, then the band from block "
                              f"{(p_first - w + 1) // bn} (key p_first - W + 1 = "
@@ -233,23 +238,22 @@ def _fold(m, l, acc, s, exp=lambda x: 2.0 ** x, rescale_acc=True):
     return acc_final / l_final
 
 
+@exercise
 def sink_output(answer):
     """The output row o after folding the sink: m = 5, l = 3, acc = (6, -3), s = 6, all in
     the kernel's log2 units (exp2)."""
     name = "sink_output"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     m, l, acc, s = q["m"], q["l"], np.asarray(q["acc"], dtype=float), q["s"]
     expected = _fold(m, l, acc, s)
-    try:
-        got = np.asarray(answer, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        return wrong(name, f"Give the output row as two numbers, got {answer!r}.")
+    if as_number(answer) is not None:
+        return wrong(name, f"Give the output row o = acc / l: {expected.size} numbers, one per "
+                           f"value dim.")
+    got = vector(answer, what="the output row as two numbers")
     if got.shape != expected.shape:
         return wrong(name, f"Give the output row o = acc / l: {expected.size} numbers, one per "
                            f"value dim.")
-    if close_to(got, expected, rtol=1e-6, atol=1e-9):
+    if close_to(got, expected, rtol=FLOAT32_RTOL, atol=1e-9):
         return correct(name, f"Correct: m = max({m:g}, {s:g}) = {max(m, s):g}, everything "
                              f"rescaled by 2^({m:g} - {max(m, s):g}), the sink adds 2^0 = 1 to "
                              f"l and nothing to acc: o = {np.round(expected, 6).tolist()}.")
@@ -270,8 +274,8 @@ def sink_output(answer):
          "The sink has no value vector: it adds to l only, never to acc."),
     ]
     for value, hint in mistakes:
-        if close_to(got, value, rtol=1e-6, atol=1e-9):
+        if close_to(got, value, rtol=FLOAT32_RTOL, atol=1e-9):
             return wrong(name, hint)
-    return wrong(name, f"Not {np.round(got, 6).tolist()}. m_final = max(m, s); "
+    return wrong(name, f"Not [{', '.join(shown(g) for g in got)}]. m_final = max(m, s); "
                        f"alpha = 2^(m - m_final); l = l alpha + 2^(s - m_final); acc = acc "
                        f"alpha; o = acc / l.")

@@ -4,12 +4,10 @@ Every check takes the student's answer (``None`` while the stub is unfilled) and
 Verdict: not attempted, correct, or wrong with a hint that names the mistake. Expected values
 come from lessonlib (kv_cache, streaming); the typical mistakes are recomputed the wrong way.
 """
-import numpy as np
-
 from ..configs import load_config
 from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
 from ..streaming import StreamingCache, receptive_field
-from . import check_number, correct, not_attempted, wrong
+from . import check_number, correct, exercise, items, wholes, wrong
 
 __all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions",
            "QUESTIONS"]
@@ -26,32 +24,31 @@ def _pad(x, to=256):
     return -(-x // to) * to
 
 
+@exercise
 def receptive_field_tokens(answer):
     """How far back Mistral-7B-v0.1's 32 windowed layers (W = 4096) can carry information."""
     name = "receptive_field_tokens"
-    if answer is None:
-        return not_attempted(name)
     cfg = load_config(QUESTIONS[name]["config"])
     L, W = cfg["num_hidden_layers"], cfg["sliding_window"]
     expected = receptive_field(L, W)
-    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.number)):
-        return wrong(name, f"Give one whole number of positions, got {answer!r}.")
-    if answer == expected:
-        return correct(name, f"Correct: {L} x ({W} - 1) = {expected:,} positions (the often "
-                             f"quoted {L * W:,} counts W instead of W - 1).")
-    hints = {
-        L * W: f"You used W instead of W - 1: a window of W = {W} includes the query itself, so "
-               f"one layer reaches only W - 1 = {W - 1} positions back.",
-        W - 1: f"That is one layer. Each of the {L} layers moves information W - 1 further.",
-        W: f"That is one layer's window. Information hops W - 1 positions per layer, {L} times.",
-        (L - 1) * (W - 1): f"Every one of the {L} layers adds a hop, not {L - 1}.",
-        L * (W - 1) + 1: "That counts positions covered, including the token itself; the "
-                         "question asks for the distance back.",
-    }
-    return wrong(name, hints.get(answer, f"Not {answer:,}. One layer reaches W - 1 positions "
-                                         f"back; stacked layers add their reaches."))
+    mistakes = [
+        (L * W, f"You used W instead of W - 1: a window of W = {W} includes the query itself, so "
+                f"one layer reaches only W - 1 = {W - 1} positions back."),
+        (W - 1, f"That is one layer. Each of the {L} layers moves information W - 1 further."),
+        (W, f"That is one layer's window. Information hops W - 1 positions per layer, {L} "
+            f"times."),
+        ((L - 1) * (W - 1), f"Every one of the {L} layers adds a hop, not {L - 1}."),
+        (L * (W - 1) + 1, "That counts positions covered, including the token itself; the "
+                          "question asks for the distance back."),
+    ]
+    return check_number(name, answer, expected, mistakes, integer=True,
+                        right=f"Correct: {L} x ({W} - 1) = {expected:,} positions (the often "
+                              f"quoted {L * W:,} counts W instead of W - 1).",
+                        generic="One layer reaches W - 1 positions back; stacked layers add "
+                                "their reaches.")
 
 
+@exercise
 def swa_cells(answer):
     """Cells of each sliding-window layer in llama.cpp for the tiny Gemma 3 model (W = 128) at
     -c 32768 with 2 sequences (--kv-unified) and -ub 300 (Example 10's rule)."""
@@ -73,10 +70,11 @@ def swa_cells(answer):
                 "pad(min(n_ctx, n_swa x n_seq + n_ubatch), 256)."),
         (_pad(n_seq * (W + ub)), "The micro-batch is added once, not once per sequence."),
     ]
-    return check_number("swa_cells", answer, expected, mistakes, unit="cells", rtol=1e-9,
+    return check_number("swa_cells", answer, expected, mistakes, unit="cells", integer=True,
                         generic="pad(min(n_ctx, n_swa x n_seq + n_ubatch), 256).")
 
 
+@exercise
 def sliding_layers_mib(answer):
     """MiB that vLLM's hybrid manager gives gpt-oss-20b's sliding layers for one request at
     max_model_len 131,072 (block size 16, BF16): SlidingWindowSpec's blocks."""
@@ -108,23 +106,21 @@ def sliding_layers_mib(answer):
                                            "slots x bytes per slot, divided by 2**20.")
 
 
+@exercise
 def streaming_positions(answer):
     """The original positions a StreamingLLM cache (4 sinks + 8 recent) holds after token 30."""
     name = "streaming_positions"
-    if answer is None:
-        return not_attempted(name)
     q = QUESTIONS[name]
     n_sink, n_recent, last = q["n_sink"], q["n_recent"], q["last_token"]
     cache = StreamingCache(n_sink, n_recent)
     for _ in range(last + 1):
         cache.append()
     expected = cache.positions.tolist()
-    try:
-        got = [int(p) for p in answer]
-        if any(p != g for p, g in zip(answer, got)):
-            raise ValueError
-    except (TypeError, ValueError):
-        return wrong(name, "Give the list of original positions in the cache, e.g. [0, 1, ...].")
+    what = "the list of original positions in the cache, e.g. [0, 1, ...]"
+    listed = items(answer, what=what)
+    got = wholes(listed, what=what)
+    if isinstance(answer, (set, frozenset)):  # a set has no order: read it in cache order
+        got = sorted(got)
     if got == expected:
         return correct(name, f"Correct: the {n_sink} sinks stay, and the {n_recent} newest "
                              f"tokens {last - n_recent + 1}..{last} follow them.")
