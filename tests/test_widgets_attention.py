@@ -175,3 +175,32 @@ def test_widgets_keep_their_layout_and_limits():
                 y = y[np.isfinite(y) & (y > 0)]
                 if y.size and ax.get_yscale() == "log":
                     assert lo <= y.min() and y.max() <= hi
+
+
+# ------------------------------------------------------------------ bad inputs
+# A factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py);
+# a slider's starting value off its range is an error, not a value ipywidgets clamps silently.
+from _bad import Case, arrays_with, bad_input_tests, flags, ints, reals  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+BAD_INPUTS = [
+    Case(W.memory_explorer, kwargs=dict(n=4096, lengths=(2048, 4096)),
+         bad=dict(config=st.sampled_from(["Llama-9", 3, None, ["Llama-3.1-8B"]]),
+                  params=reals(above=0.0), n=ints(minimum=1) | st.just(8192),
+                  heads=ints(minimum=4, maximum=128, none_ok=True),
+                  n_ubatch=ints(minimum=1), lengths=st.sampled_from([(), "4096", (4096.0,),
+                                                                     (0, 4096), None])),
+         names=dict(lengths="lengths")),
+    Case(W.online_softmax_explorer,
+         bad=dict(scores=arrays_with(np.array(W.EXAMPLE_SCORES), kind="real") | st.just([]),
+                  values=arrays_with(np.array(W.EXAMPLE_VALUES, dtype=float), kind="real")
+                  | st.just(np.zeros((6, 3))),
+                  sink_logit=reals(minimum=-2.0, maximum=8.0))),
+    Case(W.block_map, args=(100, 32), bad=dict(n=ints(minimum=1), block=ints(minimum=1),
+                                               causal=flags())),
+    Case(W.tiled_explorer, kwargs=dict(n=128, blocks=(32, 64), block=64),
+         bad=dict(n=ints(minimum=64, maximum=2048), d=ints(minimum=1),
+                  block=ints(minimum=1) | st.just(16), causal=flags(),
+                  blocks=st.sampled_from([(), (32.0, 64), (0, 64), "64", None]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -85,3 +85,23 @@ def test_bad_arguments():
 def test_helpers():
     assert kvw.kv_head_options(32) == [1, 2, 4, 8, 16, 32]
     assert kvw.head_map_text(gqa_head_map(8, 8)) == "0 -> 0, 1 -> 1, 2 -> 2, ..., 7 -> 7"
+
+
+# ------------------------------------------------------------------ bad inputs
+# A factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py).
+from _bad import Case, bad_input_tests, ints  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_CONFIGS = st.sampled_from(["Llama-9", 3, None, ["Llama-3.1-8B"]])
+BAD_INPUTS = [
+    Case(kvw.kv_head_options, args=(32,), bad=dict(n_heads=ints(minimum=1))),
+    Case(kvw.with_kv_heads, args=(LLAMA, 8), bad=dict(config=_CONFIGS, kv_heads=ints(minimum=1))),
+    Case(kvw.head_map_text, args=(np.array([0, 0, 1, 1]),),
+         bad=dict(head_map=st.sampled_from([np.array([0.5, 1.0]), [], [-1, 0], "0011", None]),
+                  show=ints(minimum=1))),
+    Case(kvw.kv_cache_explorer, kwargs=dict(n=4096, lengths=(2048, 4096)),
+         bad=dict(config=_CONFIGS, mla_config=_CONFIGS, n=ints(minimum=1) | st.just(8192),
+                  kv_heads=ints(minimum=1, none_ok=True) | st.just(3),
+                  dtype_bytes=ints(minimum=1), lengths=st.sampled_from([(), (4096.0,), None]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -83,3 +83,22 @@ def test_needle_heatmap_shows_the_grid_and_its_table():
 def test_bad_n():
     with pytest.raises(ValueError, match="n must be"):
         lc.cost_explorer(n=5000)
+
+
+# ------------------------------------------------------------------ bad inputs
+# A factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py).
+from _bad import Case, bad_input_tests, choices, ints, reals, texts  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_GRID = run_needle_grid(EdgeHeavyModel(), [100, 200], [0, 50, 100], progress=False)
+BAD_INPUTS = [
+    Case(lc.cost_explorer, kwargs=dict(n=4096, lengths=(4096, 8192), models=("Llama-3.1-8B",)),
+         bad=dict(config=st.sampled_from(["Llama-9", 3, None, LLAMA]), params=reals(above=0.0),
+                  n=ints(minimum=1) | st.just(2048), dtype_bytes=ints(minimum=1) | st.just(3),
+                  engine=choices(["llama.cpp", "vllm", "ideal"]),
+                  models=st.sampled_from([(), "Llama-3.1-8B", (3,), ("Llama-9",)]),
+                  lengths=st.sampled_from([(), (4096.0,), None]))),
+    Case(lc.needle_heatmap, args=(_GRID,),
+         bad=dict(grid=st.sampled_from([None, [[1, 0]], np.ones((2, 2))]), title=texts())),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

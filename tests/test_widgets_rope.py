@@ -164,7 +164,7 @@ def test_scaling_explorer_readout_when_no_pair_is_divided():
 
 
 def test_scaling_explorer_rejects_a_factor_off_the_slider():
-    with pytest.raises(ValueError, match="factor must be in"):
+    with pytest.raises(ValueError, match=r"factor must be a number >= 1.0 and <= 64.0"):
         W.scaling_explorer(factor=0.5)
 
 
@@ -191,3 +191,39 @@ def test_redraw_is_fast_relative_to_a_plain_line_plot():
     scaling = median_ms(lambda i: w.controls["factor"].__setattr__("value", 5.0 + i))
     clock = median_ms(lambda i: c.controls["m"].__setattr__("value", 20000 + 997 * i))
     assert scaling < 6 * base and clock < 5 * base, (base, scaling, clock)
+
+
+# ------------------------------------------------------------------ bad inputs
+# A factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py);
+# a slider's starting value off its range is an error, not a value ipywidgets clamps silently.
+from _bad import Case, bad_input_tests, flags, ints, reals  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_RS = dict(r=ints(minimum=2) | st.just(127))
+BAD_INPUTS = [
+    Case(W.pair_ranges, args=([0, 3, 4, 5],),
+         bad=dict(indices=st.sampled_from([[1.5], [-1], [3, 2], "0-3", None, [True]]))),
+    Case(W.clock_data, args=(100, 10_000, 4096),
+         bad=dict(m=ints(minimum=0), b=reals(above=1.0), n_train=ints(minimum=1), **_RS)),
+    Case(W.clock_explorer, kwargs=dict(m=100),
+         bad=dict(m=ints(minimum=0, maximum=65535), b=reals(above=1.0) | st.just(10_000.5),
+                  n_train=ints(minimum=2), pairs=st.sampled_from([(), (0, 64), (1.0,), None]),
+                  max_position=ints(minimum=1), **_RS)),
+    Case(W.scaling_data, args=(4.0, 10_000, 4096),
+         bad=dict(s=reals(minimum=1.0), b=reals(above=1.0), L0=ints(minimum=1),
+                  beta_fast=reals(above=0.0) | st.just(0.5), truncate=flags(), **_RS),
+         names=dict(beta_fast="beta_fast")),
+    Case(W.scaling_explorer, kwargs=dict(factor=4.0),
+         bad=dict(config=st.sampled_from(["Llama-9", 3, ["x"]]),
+                  factor=reals(minimum=1.0, maximum=64.0), b=reals(above=1.0) | st.just(1e4 + .5),
+                  L0=ints(minimum=2), max_factor=reals(minimum=1.0), **_RS)),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+def test_scaling_explorer_refuses_a_yarn_config_without_its_trained_length():
+    # It used to show L0 = max_position_embeddings (16,384) where rope_frequencies refuses.
+    cfg = {"head_dim": 128, "max_position_embeddings": 16384,
+           "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    with pytest.raises(ValueError, match="original_max_position_embeddings"):
+        W.scaling_explorer(cfg)

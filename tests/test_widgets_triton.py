@@ -134,3 +134,18 @@ def test_ui_holds_the_controls_the_canvas_area_and_the_readout():
 def test_explorer_rejects_a_block_off_the_slider():
     with pytest.raises(ValueError, match="block must be one of"):
         W.tile_map_explorer(block=48)
+
+
+# ------------------------------------------------------------------ bad inputs
+# The factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py);
+# a slider's starting value off its range is an error, not a value ipywidgets clamps silently.
+from _bad import Case, bad_input_tests, flags, ints  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+BAD_INPUTS = [
+    Case(W.tile_map_explorer, kwargs=dict(n=256, lengths=(256, 512)),
+         bad=dict(n=ints(minimum=128, maximum=512), block=ints(minimum=1) | st.just(48),
+                  window=ints(minimum=0, maximum=1024), sinks=ints(minimum=0, maximum=128),
+                  causal=flags(), lengths=st.sampled_from([(), (64,), (256.0,), None]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

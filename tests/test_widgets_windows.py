@@ -104,3 +104,25 @@ def test_mask_codes_match_the_contract():
 def test_a_model_without_windows_is_refused():
     with pytest.raises(ValueError, match="no sliding-window layers"):
         ww.window_explorer("Llama-3.1-8B")
+
+
+# ------------------------------------------------------------------ bad inputs
+# A factory's arguments fail before any figure is drawn, naming the argument (tests/_bad.py);
+# a slider's starting value off its range is an error, not a value ipywidgets clamps silently.
+from _bad import Case, bad_input_tests, ints  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+BAD_INPUTS = [
+    Case(ww.with_window, args=(GPT_OSS, 64),
+         bad=dict(config=st.sampled_from(["gpt-9", 3, None]), window=ints(minimum=1))),
+    Case(ww.mask_codes, args=(32, 8, 2),
+         bad=dict(n=ints(minimum=1), window=ints(minimum=1, none_ok=True),
+                  sinks=ints(minimum=0)),
+         names=dict(sinks="sink_tokens")),
+    Case(ww.window_explorer, kwargs=dict(n=64, window=32, max_n=128),
+         bad=dict(config=st.sampled_from(["gpt-9", 3, None, "Llama-3.1-8B"]),
+                  n=ints(minimum=16, maximum=128), window=ints(minimum=1, maximum=128),
+                  sinks=ints(minimum=0, maximum=16), max_n=ints(minimum=16),
+                  n_ubatch=ints(minimum=1), block_size=ints(minimum=1))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -7,7 +7,56 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.text import Text
 
-__all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout"]
+from .. import _validate as check
+from ..configs import load_config
+
+__all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "config_dict",
+           "slider_int", "slider_real", "option", "int_list"]
+
+
+# ------------------------------------------------------------------ a factory's arguments
+# ipywidgets clamps a slider's starting value into its range, silently: a factory checks its
+# arguments first, with lessonlib's one vocabulary, so a value it cannot show is an error.
+
+def config_dict(config, name="config"):
+    """A config by name (``load_config``) or a copy of a config.json dict."""
+    if isinstance(config, str):
+        try:
+            return load_config(config)
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+    if isinstance(config, dict):
+        return dict(config)
+    raise ValueError(f"{name} must be a config name or a config.json dict, got "
+                     f"{check.describe(config)}")
+
+
+def slider_int(name, value, lo, hi):
+    """An integer slider's starting value: an int in [lo, hi]."""
+    return check.integer(name, value, minimum=lo, maximum=hi)
+
+
+def slider_real(name, value, lo, hi):
+    """A float slider's starting value: a real number in [lo, hi]."""
+    return check.real(name, value, minimum=lo, maximum=hi)
+
+
+def option(name, value, options):
+    """A selection slider's starting value: an integer that is one of ``options``."""
+    v = check.integer(name, value)
+    if v not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+    return v
+
+
+def int_list(name, values, minimum=1):
+    """A non-empty list of integers >= minimum (lengths, block sizes, pairs)."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of integers, got {check.describe(values)}")
+    out = [check.integer(f"{name}[{i}]", v, minimum=minimum) for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must name at least one value")
+    return out
 
 
 def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):

@@ -8,14 +8,15 @@ redraw computed, for tests and curious students). ``explorer.readout`` is the te
 import ipywidgets as widgets
 import numpy as np
 
+from .. import _validate as check
 from ..attention import attention_mask, key_blocks
-from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace
 from ..traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
                        score_slice_bytes, tiled_traffic)
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, option,
+                    slider_int, slider_layout, slider_real)
 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
            "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS"]
@@ -77,18 +78,20 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
     it). The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
     the score matrix and attention FLOPs scale with it, the weights and the KV cache do not.
     """
-    c = load_config(config) if isinstance(config, str) else dict(config)
+    c = config_dict(config)
+    kv_bytes = kv_bytes_per_token(c)  # validates the config's shape keys
     q_heads = int(c["num_attention_heads"])
-    cfg = dict(layers=int(c["num_hidden_layers"]), params=float(params), n_ubatch=int(n_ubatch),
+    cfg = dict(layers=int(c["num_hidden_layers"]), params=check.real("params", params, above=0.0),
+               n_ubatch=check.integer("n_ubatch", n_ubatch, minimum=1),
                head_dim=int(c.get("head_dim") or c["hidden_size"] // q_heads),
-               kv_bytes=kv_bytes_per_token(c))
-    lengths = [int(x) for x in lengths]
-    if n not in lengths:
-        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
+               kv_bytes=kv_bytes)
+    lengths = int_list("lengths", lengths)
+    n = option("n", n, lengths)
+    heads = q_heads if heads is None else heads
     controls = {
         "n": widgets.SelectionSlider(options=[(f"{x:,}", x) for x in lengths], value=n,
                                      description="context n (tokens)", **slider_layout("330px")),
-        "heads": widgets.IntSlider(value=heads or q_heads, min=4, max=128, step=4,
+        "heads": widgets.IntSlider(value=slider_int("heads", heads, 4, 128), min=4, max=128, step=4,
                                    description="query heads", **slider_layout("330px")),
     }
     fig, (ax_mem, ax_flop) = new_figure(figsize=(10, 4.2), ncols=2)
@@ -165,9 +168,12 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
     Left: the terms exp(x_j - m) that make up s (they shrink when the max rises). Right: the
     running output acc / s among the 2-D value vectors, and where the sink pulls it.
     """
-    scores = np.asarray(scores, dtype=float)
-    values = np.asarray(values, dtype=float)
+    scores = check.array("scores", scores, kind="real", ndim=1).astype(float)
+    values = check.array("values", values, kind="real").astype(float)
+    sink_logit = slider_real("sink_logit", sink_logit, -2.0, 8.0)
     n = len(scores)
+    if n == 0:
+        raise ValueError("scores must hold at least one score")
     if values.shape != (n, 2):
         raise ValueError(f"values must have shape ({n}, 2) to draw them, got {values.shape}")
     controls = {
@@ -211,6 +217,8 @@ def block_map(n, block, *, causal=True):
     "Visited" is the plan ``attention.key_blocks`` gives the tiled kernel; "full" means the
     mask hides nothing inside the tile.
     """
+    n, block = check.integer("n", n, minimum=1), check.integer("block", block, minimum=1)
+    causal = check.flag("causal", causal)
     t = -(-n // block)
     starts = np.arange(0, n, block)
     mask = attention_mask(n, n, causal=causal)  # (n, n)
@@ -260,13 +268,14 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
     Left: the tile grid of one head (skipped / masked / full). Right: naive / tiled floats
     against B for the current n and d, with and without the causal mask, beside 2B/d.
     """
-    blocks = [int(b) for b in blocks]
+    blocks = int_list("blocks", blocks)
+    d = check.integer("d", d, minimum=1)
     controls = {
-        "block": widgets.SelectionSlider(options=blocks, value=block,
+        "block": widgets.SelectionSlider(options=blocks, value=option("block", block, blocks),
                                          description="block size B", **slider_layout("280px")),
-        "n": widgets.IntSlider(value=n, min=64, max=2048, step=64, description="tokens n",
-                               **slider_layout("280px")),
-        "causal": widgets.Checkbox(value=causal, description="causal mask",
+        "n": widgets.IntSlider(value=slider_int("n", n, 64, 2048), min=64, max=2048, step=64,
+                               description="tokens n", **slider_layout("280px")),
+        "causal": widgets.Checkbox(value=check.flag("causal", causal), description="causal mask",
                                    layout=widgets.Layout(width="150px")),
     }
     fig, (ax_map, ax_ratio) = new_figure(figsize=(10, 4.6), ncols=2)

@@ -7,28 +7,26 @@ every slider move) and ``data`` (what the last redraw computed, for tests and cu
 """
 import ipywidgets as widgets
 
-from ..configs import load_config
+from .. import _validate as check
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
 from ..plots import kv_cache as plots
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
 __all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text"]
 
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(10, 18))  # 1K .. 128K tokens
 
 
-def _config(config):
-    return load_config(config) if isinstance(config, str) else dict(config)
-
-
 def kv_head_options(n_heads):
     """The KV-head counts a model with ``n_heads`` query heads can have: the divisors."""
+    n_heads = check.integer("n_heads", n_heads, minimum=1)
     return [h for h in range(1, n_heads + 1) if n_heads % h == 0]
 
 
 def with_kv_heads(config, kv_heads):
     """A copy of ``config`` with ``num_key_value_heads`` replaced (the same model as MHA/MQA)."""
-    return dict(config, num_key_value_heads=int(kv_heads))
+    return dict(config_dict(config), num_key_value_heads=check.integer("kv_heads", kv_heads,
+                                                                         minimum=1))
 
 
 def _kind(kv_heads, n_heads):
@@ -37,6 +35,10 @@ def _kind(kv_heads, n_heads):
 
 def head_map_text(head_map, *, show=3):
     """``0-3 -> 0, 4-7 -> 1, ..., 28-31 -> 7``: the groups of a head map, shortened."""
+    head_map = check.array("head_map", head_map, kind="int", ndim=1)
+    show = check.integer("show", show, minimum=1)
+    if head_map.size == 0 or head_map.min() < 0:
+        raise ValueError(f"head_map must list a KV head >= 0 per query head, got {head_map}")
     groups = []
     for g in range(int(max(head_map)) + 1):
         heads = [h for h, k in enumerate(head_map) if k == g]
@@ -59,18 +61,20 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
     KV heads, as MQA, and a real MLA model (``mla_config``) for scale. Right: which KV head
     each query head reads (``h // (hq / h_kv)``).
     """
-    cfg = _config(config)
+    cfg = config_dict(config)
     if cfg.get("kv_lora_rank") is not None:
         raise ValueError("config is an MLA model: it has no KV heads to vary; give a GQA config")
+    kv_bytes_per_token(cfg, dtype_bytes)  # validates the shape keys and dtype_bytes
     hq = int(cfg["num_attention_heads"])
-    kv_heads = int(kv_heads or cfg.get("num_key_value_heads") or hq)
+    if kv_heads is None:
+        kv_heads = cfg.get("num_key_value_heads") or hq
     options = kv_head_options(hq)
+    kv_heads = check.integer("kv_heads", kv_heads, minimum=1)
     if kv_heads not in options:
         raise ValueError(f"kv_heads must divide the {hq} query heads: one of {options}")
-    lengths = [int(x) for x in lengths]
-    if n not in lengths:
-        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
-    mla = _config(mla_config)
+    lengths = int_list("lengths", lengths)
+    n = option("n", n, lengths)
+    mla = config_dict(mla_config, "mla_config")
     name = config if isinstance(config, str) else cfg.get("model_type", "model")
     mla_name = mla_config if isinstance(mla_config, str) else "MLA model"
     labels = {"mha": f"MHA ({hq} KV heads)", "slider": "h_kv from the slider",

@@ -8,12 +8,13 @@ grid's text table. ``explorer.readout`` is the text a test reads.
 """
 import ipywidgets as widgets
 
-from ..configs import load_config
+from .. import _validate as check
+from ..kv_cache import ENGINES
 from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
 from ..plots import kv_cache as plots
 from ..plots.needles import draw_needle_heatmap
 from ..traffic import long_context_cost
-from ._base import Explorer, freeze_layout, new_figure
+from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 
@@ -44,13 +45,18 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
     the weights of ``config`` in 8 bits.
     """
-    cfg = load_config(config)
+    cfg = config_dict(check.text("config", config))  # a name: the readout and legend say it
+    kv_bytes_per_token(cfg)  # validates the shape keys
     layers, heads, head_dim = _shape(cfg)
     q_dim = heads * head_dim
-    lengths = [int(x) for x in lengths]
-    if n not in lengths:
-        raise ValueError(f"n must be one of the lengths {lengths}, got {n!r}")
-    configs = {name: load_config(name) for name in models}
+    params = check.real("params", params, above=0.0)
+    lengths = int_list("lengths", lengths)
+    n = option("n", n, lengths)
+    dtype_bytes = option("dtype_bytes", dtype_bytes, [b for _, b in KV_DTYPES])
+    engine = check.choice("engine", engine, tuple(ENGINES))
+    if isinstance(models, str) or not models:
+        raise ValueError(f"models must be a list of config names, got {check.describe(models)}")
+    configs = {check.text("models", name): config_dict(name, "models") for name in models}
     costs = long_context_cost(lengths, params=params, layers=layers, q_dim=q_dim,
                               kv_bytes_per_token=kv_bytes_per_token(cfg))
     flops = {"weights: 2 P n": [c.weight_flops / 1e12 for c in costs],
@@ -119,6 +125,10 @@ def _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine, st
 def needle_heatmap(grid, *, title="Needle in a haystack: found (1) or missed (0)"):
     """A finished ``NeedleGrid`` as a heatmap (length down, depth across); the readout is the
     grid's table. No sliders: re-run the grid to change it."""
+    if not (hasattr(grid, "found") and hasattr(grid, "table")):
+        raise ValueError(f"grid must be a NeedleGrid (from needles.run_needle_grid), got "
+                         f"{check.describe(grid)}")
+    title = check.text("title", title)
     fig, ax = new_figure(figsize=(8, 4.2))
     image, colorbar = draw_needle_heatmap(ax, grid, title=title)
     explorer = Explorer({}, fig, lambda: grid.table())

@@ -8,13 +8,14 @@ slider move) and ``data`` (what the last redraw computed, for tests and curious 
 import ipywidgets as widgets
 import numpy as np
 
-from ..configs import load_config
+from .. import _validate as check
 from ..plots import rope as plots
 from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_angle, ntk_base,
                     outside_trained_arc, pairs_never_turning, rope_frequencies, rope_parameters,
                     rotary_dim, trained_arc_overshoot, turns_within, wavelengths,
                     yarn_correction_range, yarn_ramp)
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, slider_int,
+                    slider_layout, slider_real)
 
 __all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CLOCK_PAIRS",
            "scaling_data", "clock_data", "pair_ranges"]
@@ -29,13 +30,33 @@ LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's 
 
 def _choices(values, extra):
     """Slider options: ``values`` and ``extra`` (a model's own value), sorted, (label, value)."""
-    vals = sorted(set(int(v) for v in values) | {int(extra)})
+    vals = sorted(set(int(v) for v in values) | {extra})
     return [(f"{v:,}", v) for v in vals]
+
+
+def _base(b):
+    """A base for the base slider: a real number > 1 that is whole (every model's is); a
+    fractional one would be shown, and computed, as the slider's nearest whole base."""
+    x = check.real("b", b, above=1.0)
+    if x != int(x):
+        raise ValueError(f"b must be a whole number for the base slider, got {b!r}")
+    return int(x)
+
+
+def _rotary(r):
+    r = check.integer("r", r, minimum=2)
+    if r % 2:
+        raise ValueError(f"r must be even (dims pair up), got {r}")
+    return r
 
 
 def pair_ranges(indices):
     """'46-63' or '0, 3-5' for a sorted list of pair indices ('none' when empty)."""
-    idx = [int(i) for i in indices]
+    if isinstance(indices, (str, bytes, dict)) or not hasattr(indices, "__iter__"):
+        raise ValueError(f"indices must be a list of pair indices, got {check.describe(indices)}")
+    idx = [check.integer(f"indices[{j}]", i, minimum=0) for j, i in enumerate(indices)]
+    if any(b <= a for a, b in zip(idx, idx[1:])):
+        raise ValueError(f"indices must be sorted and distinct, got {idx}")
     if not idx:
         return "none"
     parts, start = [], idx[0]
@@ -46,15 +67,13 @@ def pair_ranges(indices):
     return ", ".join(parts)
 
 
-def _model(config):
-    return load_config(config) if isinstance(config, str) else dict(config)
-
-
 # ------------------------------------------------------------------ notebook 07: clocks
 
 def clock_data(m, b, n_train, r=128):
     """What the clock figure and its readout show at position ``m``."""
-    theta, _ = rope_frequencies({"head_dim": r, "rope_theta": float(b)})
+    m, n_train = check.integer("m", m, minimum=0), check.integer("n_train", n_train, minimum=1)
+    theta, _ = rope_frequencies({"head_dim": _rotary(r), "rope_theta": check.real("b", b,
+                                                                                  above=1.0)})
     return dict(theta=theta, angles=angle_at(theta, m),
                 trained=largest_trained_angle(theta, n_train),
                 outside=outside_trained_arc(theta, m, n_train),
@@ -88,16 +107,20 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     turn, and the right panel shows, for all pairs, the angle at m against the angles training
     showed them (Example 12: d = 128, base 10,000, 4,096 trained positions, m = 16,383).
     """
-    pairs = [int(p) for p in pairs]
-    if any(p < 0 or p >= r // 2 for p in pairs):
+    r = _rotary(r)
+    pairs = int_list("pairs", pairs, minimum=0)
+    if any(p >= r // 2 for p in pairs):
         raise ValueError(f"pairs must be in 0..{r // 2 - 1}, got {pairs}")
+    max_position = check.integer("max_position", max_position, minimum=1)
+    m, b = slider_int("m", m, 0, max_position), _base(b)
+    n_train = check.integer("n_train", n_train, minimum=2)
     controls = {
         "m": widgets.IntSlider(value=m, min=0, max=max_position, step=1,
                                description="position m", **slider_layout("380px")),
-        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=int(b),
+        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
                                      description="base b", **slider_layout("300px")),
         "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS[:-1], n_train),
-                                           value=int(n_train), description="trained length",
+                                           value=n_train, description="trained length",
                                            **slider_layout("300px")),
     }
     fig, (ax_clock, ax_cov) = new_figure(figsize=(10, 4.2), ncols=2,
@@ -134,7 +157,10 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
     """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
     ``L0``, rotary dim ``r``; YaRN's band, ramp and mscale; each method's overshoot past the
     trained arc at the last target position s * L0 - 1."""
-    head = {"head_dim": int(r), "rope_theta": float(b)}
+    s, b = check.real("s", s, minimum=1.0), check.real("b", b, above=1.0)
+    L0, r = check.integer("L0", L0, minimum=1), _rotary(r)
+    truncate = check.flag("truncate", truncate)
+    head = {"head_dim": r, "rope_theta": b}
     theta, _ = rope_frequencies(head)
     scaling = {
         "PI (linear)": {"rope_type": "linear", "factor": s},
@@ -145,11 +171,11 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
                    **LLAMA3_FACTORS},
     }
     inv = {name: rope_frequencies({**head, "rope_scaling": rs}) for name, rs in scaling.items()}
-    band = yarn_correction_range(beta_fast, beta_slow, int(r), float(b), int(L0), truncate)
+    band = yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate)
     target = int(round(s * L0))
     return dict(
         theta=theta, inv={k: v[0] for k, v in inv.items()}, band=band,
-        ramp=yarn_ramp(band[0], band[1], int(r) // 2), mscale=inv["YaRN"][1],
+        ramp=yarn_ramp(band[0], band[1], r // 2), mscale=inv["YaRN"][1],
         target=target, never=pairs_never_turning(theta, L0),
         ntk_base=ntk_base(b, s, r),
         overshoot={k: trained_arc_overshoot(v[0], target - 1, L0, trained_inv_freq=theta)
@@ -209,7 +235,8 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     """
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
     if config is not None:
-        c = _model(config)
+        c = config_dict(config)
+        rope_frequencies(c)  # a config compute rejects (YaRN without its L0, say) fails here
         p = rope_parameters(c)
         r = rotary_dim(c)
         b = p["rope_theta"]
@@ -219,24 +246,24 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
         beta_fast = p.get("beta_fast") or beta_fast
         beta_slow = p.get("beta_slow") or beta_slow
         truncate = p.get("truncate", True) if p["rope_type"] == "yarn" else True
-    if not 1.0 <= factor <= max_factor:
-        raise ValueError(f"factor must be in [1, {max_factor}], got {factor}")
-    r = int(r)
+    max_factor = check.real("max_factor", max_factor, minimum=1.0)
+    factor = slider_real("factor", factor, 1.0, max_factor)
+    r, b, L0 = _rotary(r), _base(b), check.integer("L0", L0, minimum=2)
     controls = {
-        "factor": widgets.FloatSlider(value=float(factor), min=1.0, max=float(max_factor),
+        "factor": widgets.FloatSlider(value=factor, min=1.0, max=max_factor,
                                       step=0.5, readout_format=".1f", description="factor",
                                       **slider_layout("330px")),
-        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=int(b),
+        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
                                      description="base b", **slider_layout("300px")),
-        "L0": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=int(L0),
+        "L0": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=L0,
                                       description="trained length L0", **slider_layout("330px")),
     }
     fig, (ax_ratio, ax_wave, ax_ramp) = new_figure(figsize=(12.5, 4.2), ncols=3,
                                                    gridspec_kw=dict(width_ratios=(1.15, 1.15, 0.8)))
     pairs = np.arange(r // 2)
-    d = scaling_data(float(factor), int(b), int(L0), r, beta_fast, beta_slow, truncate)
+    d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
     # Fixed y limits for every slider setting: the slowest wavelength at the largest b and s
-    widest = scaling_data(float(max_factor), max(v for _, v in controls["b"].options),
+    widest = scaling_data(max_factor, max(v for _, v in controls["b"].options),
                           max(v for _, v in controls["L0"].options), r, beta_fast, beta_slow,
                           truncate)
     top = max(max(w.max() for w in widest["wavelengths"].values()), widest["target"])

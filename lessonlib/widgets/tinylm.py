@@ -9,9 +9,11 @@ from ``lessonlib.plots.tinylm``.
 import ipywidgets as widgets
 import numpy as np
 
+from .. import _validate as check
+
 from ..plots import tinylm as plots
 from ..tinylm_results import extension_table, label, needle_rows, sink_heads, stream_summary
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import Explorer, freeze_layout, new_figure, option, slider_layout
 
 __all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "stream_view"]
 
@@ -29,9 +31,16 @@ def _table(extension, length):
 def extension_explorer(extension, *, length=2048, cells=None):
     """A length slider over the extension sweep: left, retrieval accuracy against length (a
     cursor marks the slider); right, loss over position in documents of that length."""
+    _results("extension", extension, "lengths")
     lengths = list(extension["lengths"])
-    if length not in lengths:
-        raise ValueError(f"length must be one of {lengths}, got {length!r}")
+    length = option("length", length, lengths)
+    if cells is not None:
+        known = {(c["model"], c["variant"]) for c in extension["cells"]}
+        cells = [tuple(c) if isinstance(c, (list, tuple)) else c for c in cells]
+        unknown = [c for c in cells if c not in known]
+        if unknown:
+            raise ValueError(f"cells must be (model, variant) pairs of the sweep; "
+                             f"{unknown[0]!r} is not one of {sorted(known)}")
     controls = {"length": widgets.SelectionSlider(
         options=[(f"{n:,}", n) for n in lengths], value=length,
         description="served length", **slider_layout())}
@@ -54,6 +63,13 @@ def extension_explorer(extension, *, length=2048, cells=None):
     return explorer
 
 
+def _results(name, results, key):
+    """A committed result (``tinylm_results.load_results``): a dict with ``key``."""
+    if not isinstance(results, dict) or key not in results:
+        raise ValueError(f"{name} must be the {name!r} results of tinylm_results.load_results, "
+                         f"got {check.describe(results)}")
+
+
 def _view(fig, axes, artists, readout):
     explorer = Explorer({}, fig, lambda: readout)
     explorer.axes, explorer.artists = axes, artists
@@ -62,6 +78,10 @@ def _view(fig, axes, artists, readout):
 
 def training_view(rows, summary):
     """The training curves (loss; answer accuracy) with the final numbers as the readout."""
+    _results("summary", summary, "settings")
+    if isinstance(rows, (str, dict)) or not rows:
+        raise ValueError(f"rows must be the training log's rows (tinylm_results."
+                         f"load_training_log), got {check.describe(rows)}")
     fig, (ax_loss, ax_acc) = new_figure(figsize=(11, 3.8), ncols=2)
     lines = plots.draw_training_log(ax_loss, ax_acc, rows,
                                     curriculum_until=summary["settings"].get("warm_steps", 0))
@@ -80,6 +100,7 @@ def training_view(rows, summary):
 
 def needle_view(needles):
     """One needle heatmap per (model, variant) cell, side by side."""
+    _results("needles", needles, "cells")
     cells = needles["cells"]
     fig, axes = new_figure(figsize=(5.2 * len(cells), 3.6), ncols=len(cells))
     axes = np.atleast_1d(axes)
@@ -94,6 +115,8 @@ def needle_view(needles):
 
 def sink_view(sinks, *, key="mass_first1"):
     """Attention weight on <bos> per layer and head, one panel per evaluated length."""
+    _results("sinks", sinks, "cells")
+    key = check.choice("key", key, ("mass_first1", "mass_first4"))
     cells = sinks["cells"]
     fig, axes = new_figure(figsize=(5.0 * len(cells), 3.4), ncols=len(cells))
     axes = np.atleast_1d(axes)
@@ -109,6 +132,7 @@ def sink_view(sinks, *, key="mass_first1"):
 
 def stream_view(streaming):
     """Loss over position through each cache, with the means before and after eviction."""
+    _results("streaming", streaming, "cache_tokens")
     fig, ax = new_figure(figsize=(9, 3.8))
     lines = plots.draw_stream_loss(ax, streaming)
     summary = stream_summary(streaming, streaming["cache_tokens"])

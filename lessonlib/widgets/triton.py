@@ -6,10 +6,11 @@ in a millisecond, and a slider must redraw at once. Nothing here imports triton.
 """
 import ipywidgets as widgets
 
+from .. import _validate as check
 from ..kernel_plan import (kernel_key_stretches, kernel_tile_counts, kernel_tile_plan,
                            stretch_blocks)
 from ..plots import triton as plots
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import Explorer, freeze_layout, int_list, new_figure, option, slider_int, slider_layout
 
 __all__ = ["tile_map_explorer"]
 
@@ -115,10 +116,11 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
     with the mask, or without. Right: tiles computed against n, dense and causal beside the
     current settings (log-log: slope 2 is quadratic, slope 1 linear).
     """
-    lengths = sorted(int(x) for x in lengths)
+    lengths = sorted(int_list("lengths", lengths, minimum=128))
     blocks = [16, 32, 64, 128]
-    if block not in blocks:
-        raise ValueError(f"block must be one of {blocks}, got {block!r}")
+    block = option("block", block, blocks)
+    n, window = slider_int("n", n, 128, lengths[-1]), slider_int("window", window, 0, 1024)
+    sinks, causal = slider_int("sinks", sinks, 0, 128), check.flag("causal", causal)
     controls = {
         "n": widgets.IntSlider(value=n, min=128, max=lengths[-1], step=64,
                                description="tokens n", **slider_layout("250px")),

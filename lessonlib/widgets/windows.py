@@ -8,24 +8,25 @@ engine's sizing rule), draws with ``lessonlib.plots.windows`` and returns an ``E
 import ipywidgets as widgets
 import numpy as np
 
+from .. import _validate as check
 from ..attention import attention_mask
-from ..configs import load_config
 from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
 from ..plots import windows as plots
-from ._base import Explorer, freeze_layout, new_figure, slider_layout
+from ._base import Explorer, config_dict, freeze_layout, new_figure, slider_int, slider_layout
 
 __all__ = ["window_explorer", "mask_codes", "with_window"]
 
 
 def with_window(config, window):
     """A copy of ``config`` whose sliding-window layers use window ``window``."""
-    return dict(config, sliding_window=int(window))
+    return dict(config_dict(config), sliding_window=check.integer("window", window, minimum=1))
 
 
 def mask_codes(n, window, sinks):
     """(n, n) codes for the causal mask with window W and ``sinks`` kept first tokens:
     MASK_WINDOW where the window (or causality alone) shows the key, MASK_SINK where only the
     sink rule does, MASK_HIDDEN elsewhere."""
+    n = check.integer("n", n, minimum=1)
     visible = attention_mask(n, n, causal=True, window=window, sink_tokens=sinks)  # (n, n)
     in_window = attention_mask(n, n, causal=True, window=window)  # (n, n)
     codes = np.full((n, n), plots.MASK_HIDDEN, dtype=np.int8)
@@ -59,10 +60,15 @@ def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=5
     the StreamingLLM sinks count for them), with what llama.cpp and vLLM allocate for one
     sliding layer. The readout adds the whole cache in MiB by each rule.
     """
-    cfg = load_config(config) if isinstance(config, str) else dict(config)
+    cfg = config_dict(config)
     name = config if isinstance(config, str) else cfg.get("model_type", "model")
     if not any(w is not None for w in layer_windows(cfg)):
         raise ValueError(f"config {name!r} has no sliding-window layers")
+    max_n = check.integer("max_n", max_n, minimum=16)
+    window, sinks = slider_int("window", window, 1, max_n), slider_int("sinks", sinks, 0, 16)
+    n = slider_int("n", n, 16, max_n)
+    n_ubatch = check.integer("n_ubatch", n_ubatch, minimum=1)
+    block_size = check.integer("block_size", block_size, minimum=1)
     controls = {
         "window": widgets.IntSlider(value=window, min=1, max=max_n, step=1, description="window",
                                     **slider_layout("300px")),
