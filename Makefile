@@ -22,7 +22,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval browser bench bench-gpu tinylm clean-venv venv profile check-pins
+.PHONY: lab reset present test unit nbval browser bench bench-gpu tinylm clean-venv venv profile check-pins
 
 venv: $(STAMP)
 
@@ -53,11 +53,20 @@ $(STAMP): requirements.txt pyproject.toml $(PYTAG)
 profile: $(STAMP)
 	@$(PY) -c "from lessonlib import runtime; print(runtime.describe())"
 
-# JupyterLab on notebooks/, bound to loopback, protected by Jupyter's token (it prints the URL).
+# JupyterLab on my-notebooks/, the student's working copies (git ignores it; made from notebooks/
+# on the first run, never overwritten: scripts/workspace.py), bound to loopback, protected by
+# Jupyter's token (it prints the URL).
 lab: profile
+	@$(PYTHON) scripts/workspace.py sync
 	@echo "Starting JupyterLab on 127.0.0.1; open the http://127.0.0.1:...?token=... URL printed below."
-	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=notebooks \
+	$(PY) -m jupyterlab --no-browser --ip=127.0.0.1 --ServerApp.root_dir=my-notebooks \
 	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate $(ALLOW_ROOT)
+
+# One working copy back to the course version (the old copy is kept beside it, never deleted).
+# make reset NB=07_rope
+reset:
+	@test -n "$(NB)" || { echo "usage: make reset NB=07_rope"; exit 2; }
+	@$(PYTHON) scripts/workspace.py reset $(NB)
 
 test: profile unit nbval browser
 

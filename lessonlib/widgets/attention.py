@@ -21,9 +21,9 @@ from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
            "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS"]
 
-LLAMA3_8B_PARAMS = 8.03e9  # Example 16's parameter count for the Llama 3 8B shape
-EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # Examples 2 and 3
-EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # Example 3
+LLAMA3_8B_PARAMS = 8.03e9  # the Llama 3 8B shape's parameter count (config.json does not hold it)
+EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # notebook 02's six scores
+EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # and their 2-D values
 
 
 # ------------------------------------------------------------------ notebook 01

@@ -10,8 +10,8 @@ Never ``playwright install``: it downloads a browser; these tests use Debian's.
 Screenshots go to a fresh folder under the system temp dir; its path and each key-press-to-
 redraw time are printed in a "browser tests" section at the end of the run.
 """
+import importlib.util
 import secrets
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +20,10 @@ import pytest
 
 from browser_support import (CHROMIUM, CHROMIUM_ARGS, IN_CI, INSTALL_HINT, ROOT, SUMMARY, Server,
                              free_port, http_ok, install_chromium, kernel_env, summary)
+
+_spec = importlib.util.spec_from_file_location("workspace", ROOT / "scripts" / "workspace.py")
+workspace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(workspace)
 
 VIEWPORT = {"width": 1920, "height": 1080}
 LAB_SETTINGS = {  # no news, no update check, no autosave: the copy of the notebooks stays as run
@@ -88,7 +92,7 @@ def screenshots():
 
 
 class Lab:
-    """A running JupyterLab; ``root`` is the copy of notebooks/ it serves."""
+    """A running JupyterLab; ``root`` is the working copy of notebooks/ it serves."""
 
     def __init__(self, port, token, root, server):
         self.port, self.token, self.root, self.server = port, token, root, server
@@ -100,13 +104,13 @@ class Lab:
 
 @pytest.fixture(scope="session")
 def lab(chromium, tmp_path_factory):
-    """JupyterLab on a free 127.0.0.1 port with a token, serving a temporary copy of notebooks/,
+    """JupyterLab on a free 127.0.0.1 port with a token, serving a working copy of notebooks/
+    made as make lab makes it (scripts/workspace.py sync, into a temporary folder),
     with its own settings (no news, no update check, no autosave) and workspaces. Stopped when
     the session ends, passed or failed."""
     base = tmp_path_factory.mktemp("lab")
-    root = base / "notebooks"
-    shutil.copytree(ROOT / "notebooks", root,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    root = base / "my-notebooks"  # what make lab serves: the student's working copies
+    workspace.sync(ROOT / "notebooks", root)
     settings = base / "settings"
     for rel, text in LAB_SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
