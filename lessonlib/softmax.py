@@ -1,4 +1,4 @@
-"""Online softmax and the online attention row (the lesson's Examples 2 and 3).
+"""Online softmax and the online attention row (notebook 02: six scores, then their values).
 
 Symbols follow FlashAttention-2 (Dao, 2023), Algorithm 1, and Milakov & Gimelshein (2018):
 
@@ -114,13 +114,13 @@ def online_softmax(x):
 
 
 def online_softmax_trace(x):
-    """The one-pass recurrence step by step: a list of SoftmaxStep (Example 2's table)."""
+    """The one-pass recurrence step by step: a list of SoftmaxStep (notebook 02's step table)."""
     x = _as_scores(x, "x")
     return [SoftmaxStep(i, float(xi), float(m), float(s)) for i, xi, m, s in _steps(x)]
 
 
 def online_attention_trace(scores, values, sink_logit=None):
-    """State (m, s, acc) after each key, then after the sink if given (Example 3's table).
+    """State (m, s, acc) after each key, then after the sink if given (notebook 02's key table).
 
     ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / s of the last step.
     """

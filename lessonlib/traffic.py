@@ -1,7 +1,8 @@
 """Counting what attention costs: score-matrix sizes, memory traffic, long-context FLOPs.
 
-Examples 1, 4 and 16 of the lesson. Traffic is counted in floats moved between slow memory
-(HBM, the "warehouse") and fast memory (SRAM, the "workbench"):
+Notebook 01 (the score matrix of a Llama-3-8B shape, prefill FLOPs and KV bytes) and notebook
+03 (the 64-token tile walk and the per-head traffic table). Traffic is counted in floats moved
+between slow memory (HBM) and fast memory (SRAM):
 
     naive  reads Q, K (2 n d), S for the softmax (n^2), P and V (n^2 + n d);
            writes S, P (2 n^2) and O (n d)
@@ -9,8 +10,10 @@ Examples 1, 4 and 16 of the lesson. Traffic is counted in floats moved between s
            visits (2 d per key row); writes only O (n d)
 
 The tiled count walks the same key-block plan as ``attention.tiled_attention``, so causal and
-window skipping show up in the numbers.
+window skipping show up in the numbers. ``flash_hbm_accesses`` counts the other loop order, the
+FlashAttention paper's Algorithm 1 (Dao et al., 2022), with its SRAM-sized blocks.
 """
+import math
 from dataclasses import dataclass
 
 from . import _validate as check
@@ -18,8 +21,8 @@ from ._validate import positive_int
 from .attention import key_blocks
 
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
-           "score_matrix_table", "score_slice_bytes", "ScoreMatrixRow", "long_context_cost",
-           "CostRow", "GIB", "MIB"]
+           "FlashIO", "flash_hbm_accesses", "score_matrix_table", "score_slice_bytes",
+           "ScoreMatrixRow", "long_context_cost", "CostRow", "GIB", "MIB"]
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -37,7 +40,7 @@ class Traffic:
 
 
 def naive_traffic(n, d):
-    """Example 4's count for naive attention of n queries and n keys, head dim d."""
+    """Floats naive attention of n queries and n keys (head dim d) moves: the tile walk's count."""
     n, d = positive_int("n", n), positive_int("d", d)
     reads = 2 * n * d + n * n + (n * n + n * d)  # Q and K; S for the softmax; P and V
     writes = n * n + n * n + n * d  # S, P, O
@@ -45,9 +48,9 @@ def naive_traffic(n, d):
 
 
 def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sink_tokens=0):
-    """Example 4's count for tiled attention: the K/V rows each query block actually visits.
+    """Floats tiled attention moves: Q once, the K/V rows each query block visits, O once.
 
-    ``block_k`` defaults to ``block_q`` (the lesson's square tiles). Lengths need not be block
+    ``block_k`` defaults to ``block_q`` (square tiles). Lengths need not be block
     multiples; blocks that the mask hides completely are not read.
     """
     n, d = positive_int("n", n), positive_int("d", d)
@@ -83,7 +86,7 @@ def _lengths(lengths):
 
 
 def traffic_ratio_table(cases, d=128):
-    """Per-head floats moved, naive vs tiled, for (n, block) cases (Example 4's bottom table).
+    """Per-head floats moved, naive vs tiled, for (n, block) cases (notebook 03's table).
 
     Returns dicts with n, block, naive, tiled, ratio (about 2B/d), score_buffer (n^2 floats)
     and tile (B^2 floats).
@@ -102,8 +105,59 @@ def traffic_ratio_table(cases, d=128):
 
 
 @dataclass(frozen=True)
+class FlashIO:
+    """HBM accesses (floats read or written) of one head, FlashAttention's Algorithm 1 against
+    standard attention (the paper's Algorithm 0), for an SRAM of ``sram`` floats.
+
+    block_c   B_c = ceil(M / 4d): key/value rows per block, held on chip (line 1)
+    block_r   B_r = min(B_c, d): query rows per block (line 1); the count does not depend on
+              it, since every pass over the query blocks touches each of the n rows once
+    passes    T_c = ceil(n / B_c): passes over Q, O, l and m, one per key/value block
+    standard  Algorithm 0: read Q, K, write S, read S, write P, read P, V, write O:
+              4 n d + 4 n^2 (the same count as ``naive_traffic(n, d).total``)
+    flash     Algorithm 1: O, l, m initialised in HBM (n d + 2 n, line 2), every K and V row
+              loaded once (2 n d, line 6), and per pass Q_i, O_i, l_i, m_i loaded (line 8) and
+              O_i, l_i, m_i written back (lines 12-13): (3 d + 4) n. Theorem 2's
+              Theta(n^2 d^2 / M) is this count's leading term, (3 d + 4) n^2 / B_c.
+    """
+    n: int
+    d: int
+    sram: int
+    block_c: int
+    block_r: int
+    passes: int
+    standard: int
+    flash: int
+
+    @property
+    def ratio(self):
+        """standard / flash: above 1 when Algorithm 1 moves fewer floats."""
+        return self.standard / self.flash
+
+
+def flash_hbm_accesses(n, d, sram):
+    """The FlashAttention paper's HBM access count (Algorithm 1, Theorem 2) for one head.
+
+    ``n`` tokens, head dim ``d``, ``sram`` = M, the on-chip memory in floats (elements). The
+    theorem assumes d <= M (below it not one query row fits on chip); for M >= 4 n d every key
+    row fits in one block and the count is one pass. Returns a ``FlashIO``.
+    """
+    n, d = positive_int("n", n), positive_int("d", d)
+    sram = positive_int("sram", sram)
+    if sram < d:
+        raise ValueError(f"sram must be at least d = {d} floats (Theorem 2 assumes d <= M: one "
+                         f"query row must fit on chip), got {sram}")
+    block_c = math.ceil(sram / (4 * d))  # Algorithm 1, line 1
+    block_r = min(block_c, d)
+    passes = -(-n // block_c)  # T_c = ceil(n / B_c); a partial last block is one more pass
+    standard = 4 * n * d + 4 * n * n
+    flash = (n * d + 2 * n) + 2 * n * d + passes * (3 * d + 4) * n
+    return FlashIO(n, d, sram, block_c, block_r, passes, standard, flash)
+
+
+@dataclass(frozen=True)
 class ScoreMatrixRow:
-    """Example 1: one context length's score matrix for every head of a layer."""
+    """One context length's score matrix for every head of a layer (notebook 01)."""
     n: int
     scores_per_head: int
     layer_bytes: int  # S for all heads of one layer
@@ -112,7 +166,7 @@ class ScoreMatrixRow:
 
 
 def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
-    """Example 1's table (defaults: a Llama-3-8B shape with FP32 scores)."""
+    """Score-matrix sizes per length (defaults: a Llama-3-8B shape with FP32 scores)."""
     heads, layers = positive_int("heads", heads), positive_int("layers", layers)
     bytes_per_score = positive_int("bytes_per_score", bytes_per_score)
     rows = []
@@ -130,7 +184,7 @@ def score_slice_bytes(n_queries, n_keys, *, heads=32, bytes_per_score=4):
 
 @dataclass(frozen=True)
 class CostRow:
-    """Example 16: prefill compute and KV-cache size at one context length."""
+    """Prefill compute and KV-cache size at one context length (notebook 01)."""
     n: int
     weight_flops: float  # 2 FLOPs per parameter per token
     attention_flops: float  # Q K^T and P V
@@ -146,7 +200,7 @@ class CostRow:
 
 
 def long_context_cost(lengths, *, params, layers, q_dim, kv_bytes_per_token, causal=True):
-    """Example 16's table: prefill FLOPs (weights vs attention) and KV bytes per length.
+    """Prefill FLOPs (weights vs attention) and KV bytes per length.
 
     Attention: Q K^T and P V cost 2 n^2 q_dim FLOPs each per layer without a mask; the causal
     mask halves both, leaving 2 n^2 q_dim per layer.

@@ -2,25 +2,26 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import attention_mask
-from lessonlib.traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
-                               score_slice_bytes, tiled_traffic, traffic_ratio_table)
+from lessonlib.traffic import (GIB, MIB, flash_hbm_accesses, long_context_cost, naive_traffic,
+                               score_matrix_table, score_slice_bytes, tiled_traffic,
+                               traffic_ratio_table)
 
 
-def test_example4_exact_counts():
+def test_tile_walk_exact_counts():
     assert (naive_traffic(64, 8).reads, naive_traffic(64, 8).writes) == (9728, 8704)
     assert naive_traffic(64, 8).total == 18432
     t = tiled_traffic(64, 8, 16)
     assert (t.reads, t.writes, t.total) == (4608, 512, 5120)
 
 
-def test_example4_per_head_table():
+def test_per_head_traffic_table():
     rows = traffic_ratio_table([(4096, 128), (131072, 128), (131072, 64), (131072, 256)], d=128)
     assert [round(r["naive"] / 1e6) for r in rows] == [69, 68787, 68787, 68787]
     assert [round(r["tiled"] / 1e6) for r in rows] == [35, 34393, 68753, 17213]
     assert [round(r["ratio"], 1) for r in rows] == [2.0, 2.0, 1.0, 4.0]
     assert [r["score_buffer"] for r in rows] == [16_777_216] + [17_179_869_184] * 3
     assert [r["tile"] for r in rows] == [16_384, 16_384, 4_096, 65_536]
-    for r in rows:  # the lesson's closed forms, written independently
+    for r in rows:  # the closed forms, written independently
         n, b, d = r["n"], r["block"], 128
         assert r["naive"] == 3 * n * d + 4 * n * n + n * d
         assert r["tiled"] == n * d + (n // b) * 2 * n * d + n * d
@@ -45,7 +46,7 @@ def test_tiled_traffic_counts_only_visited_blocks():
     assert tiled_traffic(50, 2, 16).reads == 50 * 2 + 4 * 2 * 50 * 2
 
 
-def test_example1_score_matrix_table():
+def test_score_matrix_table():
     rows = score_matrix_table([4096, 8192, 32768, 131072])
     assert [r.scores_per_head for r in rows] == [16777216, 67108864, 1073741824, 17179869184]
     assert [r.layer_bytes / GIB for r in rows] == [2, 8, 128, 2048]
@@ -55,7 +56,7 @@ def test_example1_score_matrix_table():
     assert score_slice_bytes(1, 131072) / MIB == 16
 
 
-def test_example16_cost_table():
+def test_long_context_cost_table():
     rows = long_context_cost([4096, 32768, 131072], params=8.03e9, layers=32, q_dim=4096,
                              kv_bytes_per_token=131072)
     assert [round(r.weight_flops / 1e12, 1) for r in rows] == [65.8, 526.3, 2105.0]
@@ -139,6 +140,68 @@ def test_numpy_lengths_give_the_same_rows():
     assert traffic_ratio_table(np.array([[4096, 128]])) == traffic_ratio_table([(4096, 128)])
 
 
+# --------------------------------------------------------------------------- FlashAttention's count
+
+def _algorithm1_by_walking(n, d, M):
+    """Walk Algorithm 1 of the FlashAttention paper loop by loop, adding up what each line
+    moves between HBM and SRAM (independent of the closed form in lessonlib)."""
+    b_c = -(-M // (4 * d))
+    b_r = min(b_c, d)
+    moved = n * d + n + n  # line 2: O = 0, l = 0, m = -inf written in HBM
+    for j0 in range(0, n, b_c):
+        moved += 2 * (min(j0 + b_c, n) - j0) * d  # line 6: K_j, V_j
+        for i0 in range(0, n, b_r):
+            rows = min(i0 + b_r, n) - i0
+            moved += rows * d + rows * d + rows + rows  # line 8: Q_i, O_i, l_i, m_i
+            moved += rows * d + rows + rows  # lines 12-13: O_i, l_i, m_i written back
+    return b_c, b_r, moved
+
+
+@pytest.mark.parametrize("n, d, M", [(64, 8, 128), (100, 8, 200), (1000, 64, 16384),
+                                     (4096, 128, 65536), (333, 16, 1000), (50, 4, 4000)])
+def test_flash_hbm_accesses_walks_algorithm_1(n, d, M):
+    io = flash_hbm_accesses(n, d, M)
+    b_c, b_r, moved = _algorithm1_by_walking(n, d, M)
+    assert (io.block_c, io.block_r, io.flash) == (b_c, b_r, moved)
+    assert io.passes == len(range(0, n, b_c))
+    # Algorithm 0 moves exactly what the tile walk's naive count moves
+    assert io.standard == naive_traffic(n, d).total == 4 * n * d + 4 * n * n
+    assert io.ratio == io.standard / io.flash
+
+
+def test_flash_hbm_accesses_follows_theorem_2():
+    # Theta(n^2 d^2 / M): doubling M halves the n^2 term, doubling d quadruples it
+    big = [flash_hbm_accesses(131072, d, M) for d, M in ((128, 65536), (128, 131072), (64, 65536))]
+    quad = [io.flash - 3 * io.n * io.d - 2 * io.n for io in big]  # the passes' share
+    assert quad[0] / quad[1] == pytest.approx(2, rel=1e-2)
+    assert quad[0] / quad[2] == pytest.approx(4, rel=0.02)
+    for io in big:  # leading term (3d + 4) n^2 / B_c, B_c = M / 4d
+        lead = (3 * io.d + 4) * io.n ** 2 * 4 * io.d / io.sram
+        assert io.flash == pytest.approx(lead, rel=0.03)
+    # the numbers notebook 03 prints
+    rows = {(io.n, io.d, io.sram): io for io in
+            (flash_hbm_accesses(n, d, M) for n, d, M in
+             [(131072, 64, 16384), (131072, 64, 65536), (131072, 128, 16384),
+              (131072, 128, 65536), (131072, 128, 131072)])}
+    assert [round(r.ratio, 2) for r in rows.values()] == [1.31, 5.22, 0.33, 1.32, 2.64]
+    assert [r.block_c for r in rows.values()] == [64, 256, 32, 128, 256]
+    assert [r.block_r for r in rows.values()] == [64, 64, 32, 128, 128]
+    # with B_c = d the count crosses standard near M = 3 d^2 (ratio ~ 4 B_c / (3 d + 4))
+    io = flash_hbm_accesses(131072, 128, 3 * 128 * 128)
+    assert io.ratio == pytest.approx(4 * io.block_c / (3 * 128 + 4), rel=1e-2)
+    # SRAM of 4 n d floats or more: everything in one block, one pass
+    assert flash_hbm_accesses(100, 8, 4 * 100 * 8).passes == 1
+
+
+def test_flash_hbm_accesses_names_bad_arguments():
+    with pytest.raises(ValueError, match=r"^sram must be at least d = 128 floats"):
+        flash_hbm_accesses(4096, 128, 64)
+    with pytest.raises(ValueError, match=r"^sram must be an integer"):
+        flash_hbm_accesses(4096, 128, 65536.0)
+    with pytest.raises(ValueError, match=r"^d must be"):
+        flash_hbm_accesses(4096, 0, 65536)
+
+
 # --------------------------------------------------------------------------- bad inputs
 from _bad import Case, bad_input_tests, flags, ints, reals  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -161,6 +224,8 @@ BAD_INPUTS = [
                                   ints(minimum=1).map(lambda b: [(4096, b)]),
                                   st.sampled_from([[(1, 2, 3)], ["ab"], [4096], "ab", 3, None])),
                   d=ints(minimum=1))),
+    Case(flash_hbm_accesses, args=(4096, 128, 65536),
+         bad=dict(n=ints(minimum=1), d=ints(minimum=1), sram=ints(minimum=128))),
     Case(score_matrix_table, args=([4096, 8192],), kwargs=dict(heads=32, layers=32,
                                                                bytes_per_score=4),
          bad=dict(lengths=_LENGTHS, heads=ints(minimum=1), layers=ints(minimum=1),

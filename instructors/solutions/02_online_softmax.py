@@ -23,7 +23,7 @@ def attention_update(m, s, acc, x, v):
     return m_new, s * alpha + w, np.asarray(acc) * alpha + w * np.asarray(v)
 
 
-# Exercise 3: a learned sink of logit 6 after Example 2's scores. The sink is the new max:
+# Exercise 3: a learned sink of logit 6 after the notebook's six scores. The sink is the new max:
 # s = 1.582426 (relative to 5) is rescaled by exp(5 - 6), then exp(6 - 6) = 1 is added.
 _s_keys = sum(math.exp(x - 5.0) for x in (1.0, 3.0, 2.0, 5.0, 0.5, 4.0))
 sink_share = 1.0 / (_s_keys * math.exp(5.0 - 6.0) + 1.0)   # about 0.6321

@@ -41,7 +41,7 @@ QUESTIONS = {
 
 @exercise
 def score_matrix_gib(answer):
-    """GiB of one layer's score matrix S at n = 16,384 with 40 query heads, FP32 (Example 1)."""
+    """GiB of one layer's score matrix S at n = 16,384 with 40 query heads, FP32 (01, ex. 1)."""
     q = QUESTIONS["score_matrix_gib"]
     n, h, b, layers = q["n"], q["heads"], q["bytes_per_score"], q["layers"]
     row = score_matrix_table([n], heads=h, layers=1, bytes_per_score=b)[0]
@@ -64,7 +64,7 @@ def score_matrix_gib(answer):
 
 @exercise
 def unfused_scores_mib(answer):
-    """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (Example 5).
+    """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (01, ex. 2).
 
     The tiny model has 8 query heads and 2 KV heads.
     """
@@ -94,7 +94,7 @@ def unfused_scores_mib(answer):
 
 @exercise
 def attention_share(answer):
-    """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (Ex. 16)."""
+    """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (01, ex. 3)."""
     q = QUESTIONS["attention_share"]
     kv = kv_bytes_per_token(load_config(q["config"]))
     args = dict(params=q["params"], layers=q["layers"], q_dim=q["q_dim"], kv_bytes_per_token=kv)
@@ -133,6 +133,9 @@ def _reals(result, k):
         return None
 
 
+# Notebook 02's six scores, as the messages show them: (1, 3, 2, 5, 0.5, 4).
+_SCORES = "(" + ", ".join(f"{x:g}" for x in QUESTIONS["sink_share"]["scores"]) + ")"
+
 # (state m, s, new score x) probes: a key that raises the max (most mistakes show here), a
 # key below the max, the first key (m = -inf, s = 0), and huge scores where forgetting the max
 # overflows.
@@ -169,7 +172,7 @@ _SOFTMAX_HINTS = {
 
 @exercise
 def online_softmax_update(update):
-    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (Example 2).
+    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (02, ex. 1).
     A right update computed in float32 passes (``FLOAT32_RTOL``)."""
     name = "online_softmax_update"
     if not callable(update):
@@ -201,24 +204,25 @@ def online_softmax_update(update):
         return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({gm}, {gs}); expected "
                            f"m_new = max(m, x) = {em} and s_new = s * exp(m - m_new) + "
                            f"exp(x - m_new) = {es}.")
-    # The probes pass: the whole Example 2 row must come out of the same function.
+    # The probes pass: notebook 02's six scores must come out of the same function, in order.
     m, s = -math.inf, 0.0
     for step in online_softmax_trace(QUESTIONS["sink_share"]["scores"]):
         result, error = call(update, m, s, step.x, overflow=_OVERFLOW)
         got = None if error else _reals(result, 2)
         if got is None:
-            return wrong(name, error or f"Step {step.i} of Example 2 returned {_short(result)}.")
+            return wrong(name, error or f"Step {step.i} over the six scores {_SCORES} returned "
+                               f"{_short(result)}.")
         m, s = got
         if not close_to((m, s), (step.m, step.s), rtol=FLOAT32_RTOL):
             (gm, em), (gs, es) = distinct(m, step.m), distinct(s, step.s)
-            return wrong(name, f"Step {step.i} of Example 2 gives m = {gm}, s = {gs}; "
-                               f"expected m = {em}, s = {es}.")
+            return wrong(name, f"Step {step.i} over the six scores {_SCORES} gives m = {gm}, "
+                               f"s = {gs}; expected m = {em}, s = {es}.")
     return correct(name, f"Correct: when the max rises the old sum shrinks by exp(m - m_new), "
-                         f"and Example 2's final s = {s:.6f} comes out in one pass.")
+                         f"and the six scores' final s = {s:.6f} comes out in one pass.")
 
 
-# (m, s, acc, x, v) probes along Example 3: the first key, a key below the max, a key that
-# raises it.
+# (m, s, acc, x, v) probes along notebook 02's six keys and their 2-D values: the first key, a
+# key below the max, a key that raises it.
 _ACC_PROBES = [
     (-math.inf, 0.0, (0.0, 0.0), 1.0, (1.0, 0.0)),
     (3.0, 1.1353352832366128, (0.1353352832366127, 1.0), 2.0, (1.0, 1.0)),
@@ -276,7 +280,7 @@ def _acc_state(result):
 
 @exercise
 def attention_update(update):
-    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: Example 3's value accumulator.
+    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: the value accumulator (02, ex. 2).
     Student code gets copies of acc and v: writing into them changes nothing here."""
     name = "attention_update"
     if not callable(update):
@@ -324,15 +328,17 @@ def attention_update(update):
         out = acc / s
     if not close_to(out, want, rtol=FLOAT32_RTOL):
         pairs = [distinct(o, w) for o, w in zip(out, want)]
-        return wrong(name, f"Over Example 3's six keys acc / s = [{', '.join(g for g, _ in pairs)}]"
+        return wrong(name, f"Over the six keys and their 2-D values acc / s = "
+                           f"[{', '.join(g for g, _ in pairs)}]"
                            f"; expected [{', '.join(e for _, e in pairs)}].")
     shown_out = ", ".join(f"{o:.6f}" for o in out)
-    return correct(name, f"Correct: Example 3's output ({shown_out}) in one pass.")
+    return correct(name, f"Correct: the six keys' output ({shown_out}), divided by s once, "
+                         f"after the last key.")
 
 
 @exercise
 def sink_share(answer):
-    """Fraction of the weight a learned sink takes from Example 2's six scores.
+    """Fraction of the weight a learned sink takes from notebook 02's six scores (02, ex. 3).
 
     The sink's logit (6) is above every score (max 5): it becomes the new maximum.
     """
@@ -366,7 +372,7 @@ def sink_share(answer):
 
 @exercise
 def tiled_reads(answer):
-    """Floats tiled attention reads for n = 100, d = 8, square blocks of 16, no mask (Ex. 4)."""
+    """Floats tiled attention reads for n = 100, d = 8, square blocks of 16, no mask (03, ex. 1)."""
     q = QUESTIONS["tiled_reads"]
     n, d, b = q["n"], q["d"], q["block"]
     t = tiled_traffic(n, d, b)
@@ -469,7 +475,7 @@ def causal_skipped_blocks(answer):
 
 @exercise
 def small_block_ratio(answer):
-    """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, Example 4)."""
+    """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, 03, ex. 3)."""
     q = QUESTIONS["small_block_ratio"]
     n, d, b = q["n"], q["d"], q["block"]
     naive, tiled = naive_traffic(n, d).total, tiled_traffic(n, d, b).total
