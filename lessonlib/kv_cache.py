@@ -1,6 +1,8 @@
 """How big the KV cache is: bytes per token, and each engine's sizing rule for a whole context.
 
-Examples 5-8, 10 and 16 of the lesson, and the hybrid-KV-cache part of the vLLM/SGLang text.
+The numbers behind notebooks 01 (llama.cpp's compute buffer), 05 (bytes per token: MHA, GQA,
+MQA, MLA), 06 (sliding-window layers and hybrid caches, by llama.cpp's and vLLM's rules) and 09
+(the cache of a long context).
 Everything is read from a model's ``config.json`` dict (``lessonlib.configs.load_config``):
 
     num_hidden_layers            L, the layer count
@@ -102,7 +104,7 @@ def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
         return (_int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
     h_kv = _kv_heads(cfg)
     if cfg.get("qk_nope_head_dim") is not None:
-        # an MLA-shaped model run without the latent (Example 8's "same model as MHA"):
+        # an MLA-shaped model run without the latent (notebook 05's "same model as MHA"):
         # keys are qk_nope + qk_rope wide, values v_head_dim wide
         d_k = _int_key(cfg, "qk_nope_head_dim") + _int_key(cfg, "qk_rope_head_dim")
         d_v = _int_key(cfg, "v_head_dim")
@@ -112,7 +114,7 @@ def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
 
 
 def kv_bytes_per_token(config, dtype_bytes=2):
-    """KV bytes one token costs across all layers (Examples 6 and 8).
+    """KV bytes one token costs across all layers (notebook 05: GQA and MLA).
 
     ``2 * L * h_kv * d_h * dtype_bytes`` for MHA/GQA/MQA; ``L * (kv_lora_rank +
     qk_rope_head_dim) * dtype_bytes`` for MLA. Llama-3-8B: 131,072 (128 KiB); DeepSeek-V3: 70,272.
@@ -224,14 +226,14 @@ def _pad(x, to):
 
 
 def llamacpp_swa_cells(n_ctx, n_swa, *, n_seq=1, n_ubatch=512):
-    """Cells of each sliding-window layer in llama.cpp (llama-kv-cache-iswa.cpp, Example 10):
+    """Cells of each sliding-window layer in llama.cpp (llama-kv-cache-iswa.cpp; notebook 06):
 
         GGML_PAD(min(n_ctx, n_swa * n_seq + n_ubatch), 256)
 
     The window alone is not enough: the micro-batch being processed must fit next to it.
-    This is the lesson's form. Current llama.cpp writes ``n_swa * (unified ? n_seq_max : 1)``:
-    with ``--kv-unified`` all sequences share the cells as here; without it each sequence gets
-    its own stream of cells. With one sequence (the default) the two agree.
+    This is the form notebook 06 teaches. Current llama.cpp writes ``n_swa * (unified ?
+    n_seq_max : 1)``: with ``--kv-unified`` all sequences share the cells as here; without it
+    each sequence gets its own stream of cells. With one sequence (the default) the two agree.
     """
     n_ctx, n_swa = positive_int("n_ctx", n_ctx), positive_int("n_swa", n_swa)
     n_seq, n_ubatch = positive_int("n_seq", n_seq), positive_int("n_ubatch", n_ubatch)
@@ -341,7 +343,7 @@ ENGINES = {"llama.cpp": _llamacpp, "vllm": _vllm, "ideal": _ideal}
 
 def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, block_size=16,
                    swa_full=False, dtype_bytes=2, extra_retained_tokens=0, max_in_flight_tokens=0):
-    """The KV cache of a whole context, sized by one engine's rule (Example 10, hybrid caches).
+    """The KV cache of a whole context, sized by one engine's rule (notebook 06, hybrid caches).
 
     engine:
       ``"llama.cpp"``  n_ctx is ``-c``: the cells of the whole cache, shared by ``n_seq``
@@ -357,8 +359,8 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
                        ``max_in_flight_tokens``: vLLM uses ``max_concurrent_batches *
                        max_num_batched_tokens`` (1 batch, or 2 with async scheduling; 2048
                        tokens for the API server and 8192 for the ``LLM`` class, 8192 / 16384 on
-                       GPUs of 70 GiB or more except A100). The default 0 is the lesson's
-                       "ignoring in-flight tokens" count (257 blocks at W = 4096).
+                       GPUs of 70 GiB or more except A100). The default 0 is the count
+                       that ignores in-flight tokens (257 blocks at W = 4096).
       ``"ideal"``      exact tokens: n_ctx per sequence, ``min(n_ctx, W)`` for sliding layers.
 
     Returns a ``KVCacheSize`` (``total_bytes`` and ``global_layers`` / ``sliding_layers``).
@@ -391,11 +393,11 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
                        group("sliding", W, n_local))
 
 
-# --------------------------------------------------------------------------- Example 5
+# --------------------------------------------------------------------------- compute buffer
 
 @dataclass(frozen=True)
 class ComputeBuffer:
-    """Example 5's model of llama.cpp's compute buffer: its two largest temporaries.
+    """Notebook 01's model of llama.cpp's compute buffer: its two largest temporaries.
 
     scores_bytes   F32 score matrix of one micro-batch, ub x n_ctx x heads x 4 (only when
                    attention is not fused; FLASH_ATTN_EXT never materialises it)
@@ -417,7 +419,7 @@ class ComputeBuffer:
 
 
 def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
-    """Example 5: what the compute buffer must hold at ``-c n_ctx -ub n_ubatch -fa on|off``.
+    """What llama.cpp's compute buffer must hold at ``-c n_ctx -ub n_ubatch -fa on|off``.
 
     Reads ``num_attention_heads`` and ``vocab_size`` from the config. For the tiny model
     (8 heads, 151,936-token vocabulary) at -c 65536: scores 256 / 1024 MiB and logits
@@ -450,7 +452,7 @@ def gqa_kv_head(h, hq, hkv):
 
 
 def gqa_head_map(hq, hkv):
-    """Every query head's KV head, as an int array of length ``hq`` (Example 6)."""
+    """Every query head's KV head, as an int array of length ``hq`` (GQA groups of neighbours)."""
     hq, hkv = _gqa_heads(hq, hkv)
     return np.arange(hq) // (hq // hkv)
 

@@ -1,15 +1,16 @@
 """Keeping fewer tokens: the sliding-window ring buffer and the StreamingLLM sink cache.
 
-Examples 9 and 11 of the lesson.
+Both are taught in notebook 06 (llama.cpp's context shift, its other way to evict, is in
+``lessonlib.engines``).
 
-Sliding window (Example 9): a layer with window W lets the query at position p see keys
+Sliding window: a layer with window W lets the query at position p see keys
 p - W + 1 .. p, so its cache needs W entries. A ring buffer puts position p in slot p mod W,
 overwriting position p - W, the one key no later query needs. Slots come out of order
 ([4, 1, 2, 3] after position 4 with W = 4); attention sums over a set, so order does not matter,
 but RoPE does, so every slot stores its position. L stacked windowed layers carry information
 L x (W - 1) positions back.
 
-Attention sinks (Example 11, Xiao et al. 2023, "StreamingLLM"): trained heads park leftover
+Attention sinks (Xiao et al. 2023, "StreamingLLM"): trained heads park leftover
 attention on the first tokens. Evicting them forces that weight onto the recent tokens and the
 output changes; keeping ``n_sink`` first tokens plus the ``n_recent`` most recent restores it.
 StreamingLLM gives RoPE the positions of the cache slots (0 .. size - 1), not the original ones,
@@ -61,7 +62,7 @@ def _token_vectors(k, v, shapes):
     return k, v, (k.shape, v.shape)
 
 
-# --------------------------------------------------------------------------- Example 9
+# --------------------------------------------------------------------------- sliding window
 
 class RingBuffer:
     """A sliding-window KV cache of W slots: position p lives in slot ``p % W``.
@@ -133,7 +134,7 @@ def reachable_distance(n_layers, W, n=None):
     return int(n - 1 - np.flatnonzero(heard).min())
 
 
-# --------------------------------------------------------------------------- Example 11
+# --------------------------------------------------------------------------- attention sinks
 
 class StreamingCache:
     """StreamingLLM's cache: the first ``n_sink`` tokens forever plus the ``n_recent`` latest.
@@ -196,7 +197,7 @@ class StreamingCache:
 
 
 def sink_example_scores(n=20, *, sink_score=6.0, seed=3):
-    """Example 11's setting with our own seeded numbers: one query's scores over ``n``
+    """Notebook 06's sink experiment, with seeded numbers: one query's scores over ``n``
     positions. Position 0 is a heavy sink (score ``sink_score``, value 0); the others draw
     scores from U(0, 2) and values from U(-1, 1), rounded to 2 decimals. Returns
     ``(scores, values)``, both (n,)."""
@@ -260,7 +261,7 @@ def attention_readout(scores, values, kept, *, recent_from, name=""):
 
 
 def compare_sink_caches(scores, values, *, n_sink=4, n_recent=8):
-    """Example 11's three caches for the last query: all keys, the last ``n_recent`` only,
+    """Notebook 06's three caches for the last query: all keys, the last ``n_recent`` only,
     and ``n_sink`` sinks plus the last ``n_recent``. Returns three ``SinkReadout`` rows."""
     scores, values = _scores_and_values(scores, values)
     n = scores.size

@@ -26,13 +26,13 @@ def test_receptive_field_hints(answer, hint):
 
 
 @pytest.mark.parametrize("answer, hint", [
-    (128 * 2 + 300, "multiple of 256"),      # forgot the 256 padding
-    (512, "own window"),                      # forgot n_seq
-    (428, "Two slips"),
+    (128 * 2 + 800, "multiple of 256"),      # forgot the 256 padding
+    (1024, "own window"),                     # forgot n_seq: pad(128 + 800)
+    (928, "Two slips"),
     (256, "micro-batch"),                     # forgot n_ubatch
     (128, "window alone"),
     (32768, "global layer"),
-    (1024, "added once"),
+    (2048, "added once"),                     # pad(2 x (128 + 800))
     (700, "pad(min(n_ctx"),
 ])
 def test_swa_cells_hints(answer, hint):
@@ -83,8 +83,8 @@ def test_counts_accept_whole_floats_and_refuse_fractions():
     assert checks.receptive_field_tokens(np.array(131040)).ok is True
     verdict = checks.receptive_field_tokens(131040.5)
     assert verdict.ok is False and "not a whole number" in verdict.message
-    assert checks.swa_cells(768.0).ok is True
-    verdict = checks.swa_cells(768.4)
+    assert checks.swa_cells(1280.0).ok is True
+    verdict = checks.swa_cells(1280.4)
     assert verdict.ok is False and "not a whole number" in verdict.message
     assert checks.receptive_field_tokens(131040 + 1j).ok is False
 

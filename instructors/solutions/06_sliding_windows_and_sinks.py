@@ -10,9 +10,9 @@ MIB = 2 ** 20
 receptive_field_tokens = 32 * (4096 - 1)  # 131,040 (not the often quoted 32 x 4096 = 131,072)
 
 # Exercise 2: llama.cpp, tiny Gemma 3 model (n_swa = 128), -c 32768, 2 sequences sharing the
-# cells (--kv-unified), -ub 300: GGML_PAD(min(n_ctx, n_swa x n_seq + n_ubatch), 256).
-cells = min(32768, 128 * 2 + 300)      # 556
-swa_cells = -(-cells // 256) * 256     # 768
+# cells (--kv-unified), -ub 800: GGML_PAD(min(n_ctx, n_swa x n_seq + n_ubatch), 256).
+cells = min(32768, 128 * 2 + 800)      # 1,056
+swa_cells = -(-cells // 256) * 256     # 1,280
 
 # Exercise 3: vLLM, gpt-oss-20b (12 sliding layers, W = 128, 8 KV heads x 64, BF16), one
 # request, block size 16. SlidingWindowSpec: cdiv(W - 1, 16) + 1 = 8 + 1 = 9 blocks per layer.

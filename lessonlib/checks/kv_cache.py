@@ -29,7 +29,7 @@ def _shape(cfg):
 
 @exercise
 def kv_cache_gib(answer):
-    """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (Example 6)."""
+    """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (GQA)."""
     q = QUESTIONS["kv_cache_gib"]
     cfg = load_config(q["config"])
     n, b = q["n"], q["dtype_bytes"]
@@ -52,7 +52,7 @@ def kv_cache_gib(answer):
 
 @exercise
 def mla_cache_gib(answer):
-    """GiB of DeepSeek-V3's MLA cache at its full 163,840-token context, BF16 (Example 8)."""
+    """GiB of DeepSeek-V3's MLA cache (latent + RoPE key) at its full 163,840 tokens, BF16."""
     q = QUESTIONS["mla_cache_gib"]
     cfg = load_config(q["config"])
     n, b = q["n"], q["dtype_bytes"]

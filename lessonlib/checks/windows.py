@@ -14,7 +14,7 @@ __all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streami
 
 QUESTIONS = {
     "receptive_field_tokens": dict(config="Mistral-7B"),
-    "swa_cells": dict(config="tiny-gemma3-swa", n_ctx=32768, n_seq=2, n_ubatch=300),
+    "swa_cells": dict(config="tiny-gemma3-swa", n_ctx=32768, n_seq=2, n_ubatch=800),
     "sliding_layers_mib": dict(config="gpt-oss-20b", max_model_len=131072, block_size=16),
     "streaming_positions": dict(n_sink=4, n_recent=8, last_token=30),
 }
@@ -51,7 +51,7 @@ def receptive_field_tokens(answer):
 @exercise
 def swa_cells(answer):
     """Cells of each sliding-window layer in llama.cpp for the tiny Gemma 3 model (W = 128) at
-    -c 32768 with 2 sequences (--kv-unified) and -ub 300 (Example 10's rule)."""
+    -c 32768 with 2 sequences (--kv-unified) and -ub 800 (llama-kv-cache-iswa.cpp's rule)."""
     q = QUESTIONS["swa_cells"]
     W = load_config(q["config"])["sliding_window"]
     n_ctx, n_seq, ub = q["n_ctx"], q["n_seq"], q["n_ubatch"]
