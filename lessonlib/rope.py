@@ -1,6 +1,6 @@
-"""RoPE and its scaling variants, computed from a model's config.json (the lesson's Examples 12-15).
+"""RoPE and its scaling variants, computed from a model's config.json (notebooks 07 and 08).
 
-Symbols (Su et al. 2021; the lesson's Example 12; HF ``modeling_rope_utils.py``):
+Symbols (Su et al. 2021; HF ``modeling_rope_utils.py``; notebook 07's d = 128, b = 10,000 head):
 
     b        the base, ``rope_theta`` in the checkpoint
     d_h      the head dimension; r <= d_h the rotary dimension (the leading slice RoPE turns)
@@ -38,6 +38,7 @@ numbers are finite reals (not bools or strings), and an error names the argument
 """
 import json
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -50,7 +51,7 @@ __all__ = [
     "largest_trained_angle", "angle_at", "pairs_never_turning", "ntk_base",
     "yarn_correction_dim", "yarn_correction_range", "yarn_ramp", "yarn_mscale",
     "llama3_regimes", "derived_max_model_len", "float32_angle_table", "outside_trained_arc",
-    "trained_arc_overshoot",
+    "trained_arc_overshoot", "Float32AngleError", "float32_angle_error", "llama_cpp_rope_flags",
 ]
 
 TWO_PI = 2.0 * math.pi
@@ -455,7 +456,7 @@ def yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate=True):
 
 
 def yarn_ramp(low, high, n_pairs):
-    """Example 15's ramp per pair: 1 = frequency kept, 0 = divided by s, linear in between.
+    """YaRN's ramp per pair: 1 = frequency kept, 0 = divided by s, linear in between.
     (It is 1 - HF's ``linear_ramp_factor``; equal ends get HF's +0.001 to avoid 0/0.)
     ``low <= high``, as ``yarn_correction_range`` returns them: an inverted band is an error."""
     low, high = _real("low", low), _real("high", high)
@@ -518,9 +519,10 @@ def _factor_list(p, key, n_pairs):
 
 
 def _longrope(b, r, p, seq_len):
-    """Phi-3: theta_i / ext_i, ext = long_factor when seq_len > L0, else short_factor (HF; seq_len
-    None means short). vLLM keeps both tables and switches a whole step to the long one as soon
-    as any position in it passes L0, which is the same rule per step."""
+    """Phi-3: theta_i / ext_i, ext = long_factor when seq_len > L0, else short_factor (HF's rule,
+    re-applied on every forward; seq_len None means short). vLLM instead chooses once, at start-up:
+    long factors for every request when its max_model_len exceeds L0 (pass that length as
+    seq_len to get vLLM's table)."""
     L0 = p.original_max_position_embeddings()
     short, long = _factor_list(p, "short_factor", r // 2), _factor_list(p, "long_factor", r // 2)
     s = p.real("factor", default=None, minimum=1.0)
@@ -711,9 +713,12 @@ def cos_sin_table(inv_freq, n_positions, attention_factor=1.0):
 
     The angle is formed as turns = m * theta_i / 2 pi in float64, its whole turns removed, and
     only the fraction in [0, 1) times 2 pi is rounded to float32: every entry is within about
-    3e-7 of a float64 computation. Forming m * theta_i in float32 instead puts errors of about
-    1e-2 into cos and sin near m = 131072 (float32 numbers there are 1/64 apart, so the angle of
-    pair 0 is off by up to 1/128 rad, and inv_freq's own float32 rounding adds to it).
+    3e-7 of a float64 computation. Forming m * theta_i in float32 instead (``float32_angle_table``)
+    puts errors of up to about 8e-3 into cos and sin of a 131,072-position table, from two
+    roundings (``float32_angle_error`` separates them): below 2^17 float32 numbers are 1/128
+    apart, so rounding the product costs up to 1/256 rad; and theta_i itself is rounded to
+    float32 before the multiply, an error that grows with m (at b = 10,000 about another 0.004
+    rad for pair 1 near m = 131,071). Pair 0 (theta_0 = 1, integer m) has no error at all.
     """
     inv_freq = _table_frequencies(inv_freq)
     n = _length("n_positions", n_positions)
@@ -847,13 +852,64 @@ def trained_arc_overshoot(inv_freq, position, n_train, *, trained_inv_freq=None)
 def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
     """(cos, sin) float32 (n_positions, r/2) built the way many engines build theirs: inv_freq,
     the positions and their product m * theta_i all in float32 (vLLM's ``_compute_cos_sin_cache``,
-    HF's rotary embedding under float32). Near m = 131072 float32 numbers are 1/64 apart, so the
-    angle itself is off by up to 1/128 rad; compare with ``cos_sin_table``, which is not."""
+    HF's rotary embedding under float32). The angle carries two roundings: theta_i rounded to
+    float32 before the multiply (an error that grows with m), and the product rounded to the
+    float32 grid (at most half the spacing: 1/256 rad below m = 2^17, where numbers are 1/128
+    apart). ``float32_angle_error`` measures both per pair; ``cos_sin_table`` has neither."""
     inv32 = _table_frequencies(inv_freq).astype(np.float32)
     n = _length("n_positions", n_positions)
     af = np.float32(_attention_factor(attention_factor))
     angles = np.multiply.outer(np.arange(n, dtype=np.float32), inv32)  # (n, r/2) float32
     return np.cos(angles) * af, np.sin(angles) * af
+
+
+@dataclass(frozen=True)
+class Float32AngleError:
+    """``float32_angle_error``'s answer, one entry per pair (radians unless named otherwise).
+
+    ``total`` is the largest |angle32 - m * theta_i| over positions 0..n-1 and ``at_position`` the
+    first position where it occurs. ``from_theta`` is the part theta_i's own rounding to float32
+    contributes, (n - 1) |float32(theta_i) - theta_i| (it grows with m); ``from_product`` the
+    largest rounding of the float32 product itself (at most half the float32 spacing at the
+    largest angle, ``product_bound``). ``total <= from_theta + from_product`` per pair, up to the
+    rounding of the positions themselves past 2^24, where float32 stops holding every integer.
+    """
+    total: np.ndarray  # (r/2,)
+    at_position: np.ndarray  # (r/2,) int
+    from_theta: np.ndarray  # (r/2,)
+    from_product: np.ndarray  # (r/2,)
+    product_bound: np.ndarray  # (r/2,) half the float32 spacing at (n - 1) * float32(theta_i)
+
+
+def float32_angle_error(inv_freq, n_positions):
+    """How far the float32 angles of ``float32_angle_table`` land from m * theta_i in float64,
+    per pair, over positions m = 0..n_positions-1, split into the two roundings that cause it
+    (a ``Float32AngleError``). theta_i is rounded to float32 first; then the product m * theta32
+    is rounded to the float32 grid. A pair with theta_i = 1 (pair 0) and integer m has neither.
+    """
+    theta = _table_frequencies(inv_freq)
+    n = _length("n_positions", n_positions)
+    theta32 = theta.astype(np.float32)
+    h = theta.size
+    total, at = np.zeros(h), np.zeros(h, dtype=np.int64)
+    product = np.zeros(h)
+    rows = min(_TABLE_ROWS, n)
+    for start in range(0, n, rows):
+        m = np.arange(start, min(n, start + rows), dtype=np.float64)
+        m32 = m.astype(np.float32)
+        angle32 = np.multiply.outer(m32, theta32).astype(np.float64)  # the engines' float32 angles
+        exact_of_rounded = np.multiply.outer(m32.astype(np.float64), theta32.astype(np.float64))
+        err = np.abs(angle32 - np.multiply.outer(m, theta))  # (rows, r/2)
+        worst = err.argmax(axis=0)
+        better = err[worst, np.arange(h)] > total
+        total = np.where(better, err[worst, np.arange(h)], total)
+        at = np.where(better, worst + start, at)
+        product = np.maximum(product, np.abs(angle32 - exact_of_rounded).max(axis=0))
+    from_theta = (n - 1) * np.abs(theta32.astype(np.float64) - theta)
+    largest = np.abs((n - 1) * theta32.astype(np.float64)).astype(np.float32)
+    bound = np.spacing(largest).astype(np.float64) / 2
+    return Float32AngleError(total=total, at_position=at, from_theta=from_theta,
+                             from_product=product, product_bound=bound)
 
 
 def llama3_regimes(config):
@@ -922,3 +978,65 @@ def derived_max_model_len(config):
         raise ValueError(f"the derived length {derived} times the rope factor {s:g} overflows "
                          "float64: check factor")
     return int(out)
+
+
+# llama.cpp's RoPE command-line flags (common/arg.cpp) and the config key each stands in for. A flag
+# left unset falls back to the GGUF metadata its converter wrote from config.json (rope_theta ->
+# rope.freq_base, rope_scaling.rope_type / factor / original_max_position_embeddings ->
+# rope.scaling.type / factor / original_context_length; read in src/llama-model.cpp, overridden
+# in src/llama-context.cpp). --rope-scale N sets freq_scale = 1/N, as the GGUF factor does.
+_LLAMA_CPP_SCALING = {"default": "none", "ntk": "none", "linear": "linear", "yarn": "yarn"}
+_LLAMA_CPP_YARN_FLAGS = (("beta_fast", "--yarn-beta-fast"), ("beta_slow", "--yarn-beta-slow"))
+_NO_LLAMA_CPP_FLAG = ("attention_factor", "mscale", "mscale_all_dim")
+
+
+def llama_cpp_rope_flags(config, *, layer_type=None):
+    """The llama.cpp command-line flags that give a config's RoPE, as (flag, value, config key)
+    triples: ``--rope-scaling`` for ``rope_type``, ``--rope-freq-base`` for ``rope_theta``,
+    ``--rope-scale`` for ``factor``, ``--yarn-orig-ctx`` for ``original_max_position_embeddings``
+    (and ``--yarn-beta-fast`` / ``--yarn-beta-slow`` where the config sets the betas). The fixed
+    NTK-aware type has no mode of its own: it is ``--rope-freq-base`` set to ``ntk_base``.
+
+    The config is checked as ``rope_frequencies`` checks it. A rope type or key that no flag
+    expresses is an error naming it: ``dynamic`` (llama.cpp has no dynamic NTK), ``llama3`` and
+    ``longrope`` (their per-pair factors travel inside the GGUF as a tensor, not as flags),
+    YaRN's ``attention_factor`` / ``mscale`` / ``mscale_all_dim`` and ``truncate: false``
+    (llama.cpp always computes mu = 1 + 0.1 ln s itself and rounds the band to whole pairs).
+    """
+    rope_frequencies(config, layer_type=layer_type)  # every key checked, named on error
+    params, where, theta_where = _resolve(config, layer_type)
+    rope_type, b = params["rope_type"], float(params["rope_theta"])
+    p = _Params(params, where, config, theta_where)
+    if rope_type in ("llama3", "longrope"):
+        raise ValueError(f"{where}.rope_type {rope_type!r} has no llama.cpp flags: its converter "
+                         "writes the per-pair factors into the GGUF as a tensor (rope_freqs for "
+                         "llama3, rope_factors_long / rope_factors_short for longrope), which "
+                         "llama.cpp reads instead")
+    if rope_type == "dynamic":
+        raise ValueError(f"{where}.rope_type 'dynamic' has no llama.cpp flag: --rope-scaling takes "
+                         "none, linear or yarn; a fixed NTK-aware base through --rope-freq-base "
+                         "is the nearest")
+    for key in _NO_LLAMA_CPP_FLAG:
+        if params.get(key) is not None:
+            raise ValueError(f"{where}.{key} has no llama.cpp flag that sets it: llama.cpp computes "
+                             "YaRN's attention factor 1 + 0.1 ln s itself (--yarn-attn-factor only "
+                             "multiplies it)")
+    if not p.flag("truncate", True):
+        raise ValueError(f"{where}.truncate = False has no llama.cpp flag: llama.cpp always rounds "
+                         "YaRN's band (low, high) to whole pairs")
+    flags = [("--rope-scaling", _LLAMA_CPP_SCALING[rope_type], f"{where}.rope_type")]
+    if rope_type == "ntk":
+        r = rotary_dim(config, layer_type=layer_type)
+        return flags + [("--rope-freq-base", ntk_base(b, p.factor(), r),
+                         f"{theta_where} x {where}.factor^(r/(r-2))")]
+    flags.append(("--rope-freq-base", b, theta_where))
+    if rope_type == "linear":
+        flags.append(("--rope-scale", p.factor(), f"{where}.factor"))
+    elif rope_type == "yarn":
+        L0 = p.original_max_position_embeddings()
+        s = p.real("factor", default=None)
+        s = p.max_position_embeddings() / L0 if s is None else s  # HF: null means max / L0
+        flags += [("--rope-scale", s, f"{where}.factor"), ("--yarn-orig-ctx", L0, p.l0_name)]
+        flags += [(flag, float(params[key]), f"{where}.{key}")
+                  for key, flag in _LLAMA_CPP_YARN_FLAGS if params.get(key)]
+    return flags

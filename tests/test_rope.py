@@ -1,6 +1,6 @@
 """lessonlib.rope against HuggingFace transformers' ROPE_INIT_FUNCTIONS, naive formulas written
-here, and every number the lesson prints (Examples 12-15, the vLLM/YaRN chapter, the llama3 /
-longrope notes)."""
+here, and every number notebooks 07 and 08 print (the d = 128, b = 10,000 head and its PI, NTK and
+YaRN tables; the real models' configs; the engines' rules)."""
 import copy
 import math
 
@@ -222,7 +222,7 @@ def test_deepseek_rotary_dim_is_the_rope_slice():
 
 
 # ---------------------------------------------------------------------------------------------
-# The lesson's numbers
+# The course's numbers
 # ---------------------------------------------------------------------------------------------
 
 def near(value, printed, decimals):
@@ -268,8 +268,8 @@ def test_example_13_position_interpolation_table():
         assert near(R.angle_at(pi, 16383)[i], at_target, 2)
         assert near(R.largest_trained_angle(inv, 4096)[i], at_train, 2)
     assert near(R.angle_at(pi, 1)[0], 0.25, 2)  # neighbours now differ by 0.25 rad, not 1.00
-    # The text says every pair's largest angle is now "within a quarter radian" of its trained
-    # maximum. It is within 0.75 * theta_i (position 4095.75 against 4095): 0.75 rad for pair 0,
+    # A figure that circulates says every pair's largest angle is now "within a quarter radian" of
+    # its trained maximum. It is within 0.75 * theta_i (position 4095.75 against 4095): 0.75 rad for pair 0,
     # and under a quarter radian only from pair 8 on.
     excess = R.angle_at(pi, 16383) - R.largest_trained_angle(inv, 4096)
     np.testing.assert_allclose(excess, 0.75 * inv, rtol=1e-9)
@@ -393,7 +393,7 @@ def test_llama3_regimes_match_naive_bands():
 
 
 def vllm_rule(config):
-    """vLLM's _get_and_verify_max_len, transcribed from the lesson's excerpt and vLLM's v5 form
+    """vLLM's _get_and_verify_max_len, transcribed from vllm/config/model.py and vLLM's v5 form
     (rope_parameters possibly nested per layer type); no Gemma 3 exception here."""
     keys = ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
             "max_sequence_length", "max_seq_length", "seq_len"]
@@ -805,7 +805,7 @@ def test_outside_trained_arc_matches_a_loop_over_pairs():
             expected.append(not turned and math.fmod(m * theta, 2 * math.pi) > 4095 * theta)
         np.testing.assert_array_equal(R.outside_trained_arc(inv, m, 4096), expected)
     assert not R.outside_trained_arc(inv, 4095, 4096).any()  # the trained range itself
-    # Example 12 at 16383: pair 46 has wrapped back inside (21.85 - 2 pi * 3 = 3.0 < 5.46)
+    # notebook 07 at 16383: pair 46 has wrapped back inside (21.85 - 2 pi * 3 = 3.0 < 5.46)
     out = R.outside_trained_arc(inv, 16383, 4096)
     assert not out[46] and out[52] and out[63] and not out[:46].any()
 
@@ -818,7 +818,7 @@ def test_trained_arc_overshoot_pi_ntk_and_unscaled():
     # PI at s = 4: 16383 / 4 = 4095.75, 0.75 ticks beyond for every never-turning pair
     pi = R.trained_arc_overshoot(inv / 4, 16383, 4096, trained_inv_freq=inv)
     np.testing.assert_allclose(pi[46:], 0.75 * inv[46:])
-    # NTK-aware (Example 14): pair 46 reaches 7.94 against 5.46 trained
+    # NTK-aware (notebook 08): pair 46 reaches 7.94 against 5.46 trained
     ntk = naive_theta(R.ntk_base(10_000.0, 4, 128), 128)
     over = R.trained_arc_overshoot(ntk, 16383, 4096, trained_inv_freq=inv)
     assert over[46] == pytest.approx(16383 * ntk[46] - 4095 * inv[46])
@@ -839,6 +839,109 @@ def test_float32_angle_table_carries_the_float32_angle_error():
     np.testing.assert_allclose(cos32[:64], np.cos(exact[:64]), atol=1e-5)  # small m: fine
     c, s = R.float32_angle_table(inv, 4, 2.0)
     np.testing.assert_allclose(c[1], 2 * np.cos(inv), rtol=1e-6)
+
+
+def test_float32_angle_error_splits_the_two_roundings():
+    """Notebook 07's float32 table: below 2^17 the grid is 1/128, so the product's rounding is at
+    most 1/256; pair 0 (theta = 1) has no error; pair 1 carries the largest, about 0.0078 rad,
+    half of it from theta_1 rounded to float32 before the multiply."""
+    n = 131072
+    inv, _ = R.rope_frequencies(load_config("Mistral-7B"))
+    e = R.float32_angle_error(inv, n)
+    m = np.arange(n, dtype=np.float64)
+    angle32 = np.multiply.outer(m.astype(np.float32), inv.astype(np.float32)).astype(np.float64)
+    err = np.abs(angle32 - np.multiply.outer(m, inv))  # written out: the whole table at once
+    np.testing.assert_array_equal(e.total, err.max(axis=0))
+    np.testing.assert_array_equal(e.at_position, err.argmax(axis=0))
+    np.testing.assert_array_equal(e.from_theta, (n - 1) * np.abs(inv.astype(np.float32) - inv))
+    assert np.spacing(np.float32(n - 1)) == 1 / 128 and np.spacing(np.float32(n)) == 1 / 64
+    assert np.all(e.from_product <= e.product_bound) and e.product_bound.max() == 1 / 256
+    assert np.all(e.total <= e.from_theta + e.from_product + 1e-12)
+    assert e.total[0] == e.from_theta[0] == e.from_product[0] == 0.0  # theta_0 = 1: exact
+    assert e.total.argmax() == 1 and near(e.total[1], 0.0078, 4) and e.at_position[1] == 131056
+    assert near(e.from_theta[1], 0.0039, 4) and e.from_theta[1] > 0.99 / 256
+    llama, _ = R.rope_frequencies(load_config("Llama-3.1-8B"), seq_len=n)
+    e31 = R.float32_angle_error(llama, n)
+    assert e31.total.argmax() == 2 and near(e31.total.max(), 0.0063, 4) and e31.total[0] == 0.0
+    small = R.float32_angle_error(inv, 64)  # short tables: errors far below a milliradian
+    assert small.total.max() < 1e-4 and small.at_position.dtype.kind == "i"
+
+
+@needs("torch")
+def test_float32_angle_error_is_what_hf_tables_carry():
+    """HuggingFace's rotary embedding forms inv_freq and m * theta in float32: its cos at pair 1
+    is off by the angle error float32_angle_error reports (cos moves at most as far as its angle)."""
+    from transformers.models.mistral.modeling_mistral import MistralRotaryEmbedding
+    c = {k: v for k, v in load_config("Mistral-7B").items() if not k.startswith("_")}
+    emb = MistralRotaryEmbedding(AutoConfig.for_model(c.pop("model_type"), **c))
+    n = 131072
+    cos, _ = emb(torch.zeros(1, 1, 128), torch.arange(n)[None])
+    inv, _ = R.rope_frequencies(load_config("Mistral-7B"))
+    hf_err = np.abs(cos[0, :, :64].double().numpy()
+                    - np.cos(np.multiply.outer(np.arange(n, dtype=np.float64), inv))).max(axis=0)
+    e = R.float32_angle_error(inv, n)
+    assert emb.inv_freq[1].item() == np.float32(inv[1])  # the same float32 theta_1
+    assert hf_err.argmax() == 1 and hf_err[1] <= e.total[1] + 1e-7
+    assert hf_err[1] == pytest.approx(e.total[1], rel=0.01) and hf_err[0] < 1e-7
+
+
+def _ggml_frequencies(flags, d):
+    """What llama.cpp builds from its RoPE flags, written out from ggml's rope_yarn: theta_i =
+    base^(-2i/d), freq_scale = 1/rope-scale, YaRN's ramp over ggml_rope_yarn_corr_dims (floor,
+    ceil, clamp), mscale 1 + 0.1 ln(1/freq_scale) where YaRN extrapolates."""
+    f = {flag: value for flag, value, _ in flags}
+    base, scale = f["--rope-freq-base"], 1.0 / f.get("--rope-scale", 1.0)
+    theta = base ** (-np.arange(0, d, 2) / d)
+    if f["--rope-scaling"] == "none":
+        return theta, 1.0
+    if f["--rope-scaling"] == "linear":
+        return theta * scale, 1.0
+    corr = lambda n_rot: d * math.log(f["--yarn-orig-ctx"] / (n_rot * 2 * math.pi)) / (2 * math.log(base))  # noqa: E731
+    low = max(0, math.floor(corr(f.get("--yarn-beta-fast", 32.0))))
+    high = min(d - 1, math.ceil(corr(f.get("--yarn-beta-slow", 1.0))))
+    ramp = 1 - np.clip((np.arange(d // 2) - low) / max(0.001, high - low), 0, 1)
+    return theta * scale * (1 - ramp) + theta * ramp, 1.0 + 0.1 * math.log(1.0 / scale)
+
+
+def test_llama_cpp_rope_flags_rebuild_the_configs_rope():
+    qwen = load_config("Qwen2.5-7B-Instruct")  # with the model card's YaRN block
+    flags = R.llama_cpp_rope_flags(qwen)
+    assert flags == [("--rope-scaling", "yarn", "rope_scaling.rope_type"),
+                     ("--rope-freq-base", 1e6, "rope_theta"),
+                     ("--rope-scale", 4.0, "rope_scaling.factor"),
+                     ("--yarn-orig-ctx", 32768, "rope_scaling.original_max_position_embeddings")]
+    stock = {k: v for k, v in qwen.items() if k != "rope_scaling"}  # the published config.json
+    assert R.llama_cpp_rope_flags(stock) == [("--rope-scaling", "none", "rope_scaling.rope_type"),
+                                             ("--rope-freq-base", 1e6, "rope_theta")]
+    head = {"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 16384}
+    configs = [qwen, stock, load_config("Mistral-7B"),
+               {**head, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+               {**head, "rope_scaling": {"rope_type": "ntk", "factor": 4.0}},
+               {**head, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 16.0,
+                                         "beta_slow": 2.0, "original_max_position_embeddings": 4096}},
+               {**head, "rope_scaling": {"rope_type": "yarn", "factor": None,
+                                         "original_max_position_embeddings": 4096}}]
+    for config in configs:
+        inv, af = R.rope_frequencies(config)
+        ggml_inv, ggml_af = _ggml_frequencies(R.llama_cpp_rope_flags(config), R.rotary_dim(config))
+        np.testing.assert_allclose(ggml_inv, inv, rtol=1e-12)
+        assert ggml_af == pytest.approx(af, rel=1e-12)
+    ntk = R.llama_cpp_rope_flags(configs[4])
+    assert ntk[1][0] == "--rope-freq-base" and ntk[1][1] == R.ntk_base(1e4, 4.0, 128)
+    assert near(ntk[1][1], 40889.9, 1)
+    assert dict((f, v) for f, v, _ in R.llama_cpp_rope_flags(configs[6]))["--rope-scale"] == 4.0
+
+
+@pytest.mark.parametrize("config, key", [
+    (load_config("Llama-3.1-8B"), "rope_type"), (load_config("Phi-3.5-mini-instruct"), "rope_type"),
+    ({"head_dim": 64, "max_position_embeddings": 4096,
+      "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, "rope_type"),
+    (load_config("DeepSeek-V3"), "mscale"), (load_config("gpt-oss-20b"), "truncate"),
+    ({"head_dim": 64, "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "attention_factor": 1.1,
+                                       "original_max_position_embeddings": 4096}}, "attention_factor")])
+def test_llama_cpp_rope_flags_name_what_no_flag_expresses(config, key):
+    with pytest.raises(ValueError, match=rf"rope_scaling\.{key}"):
+        R.llama_cpp_rope_flags(config)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -1260,6 +1363,7 @@ _LONGROPE_CFG = {**_HEAD, "original_max_position_embeddings": 4096, "max_positio
                  "rope_scaling": {k: v for k, v in LONGROPE.items() if k != "original_max_position_embeddings"}}
 _LLAMA3_CFG = {**_HEAD, "rope_theta": 5e5, "max_position_embeddings": 131072, "rope_scaling": dict(LLAMA3)}
 _DYNAMIC_CFG = {**_HEAD, "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+_FLAGS_CFG = {**_HEAD, "rope_scaling": {**YARN, "beta_fast": 32.0, "beta_slow": 1.0}}
 _GEMMA_V5 = {"head_dim": 128, "rope_parameters": {
     "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
@@ -1391,6 +1495,19 @@ BAD_INPUTS = [
     Case(R.float32_angle_table, args=(_INV, 16, 1.2),
          bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS),
                   attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+    Case(R.float32_angle_error, args=(_INV, 16),
+         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS))),
+    Case(R.llama_cpp_rope_flags, args=(_FLAGS_CFG,),
+         bad={"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_ok=True),
+              "config.rope_scaling": _NOT_A_ROPE_DICT,
+              "config.rope_scaling.rope_type": choices(_TYPES, none_ok=True),
+              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
+              "config.rope_scaling.beta_fast": reals(minimum=0.0, none_ok=True) | st.just(0.5),
+              "config.rope_scaling.mscale": reals(none_ok=True) | st.just(1.0),
+              "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True) | st.just(1.1),
+              "config.rope_scaling.truncate": flags() | st.just(False),
+              "config.rope_scaling.facter": st.just(4.0), "layer_type": texts(none_ok=True)}),
     Case(R.derived_max_model_len, args=(_YARN_CFG,),
          bad={"config": _NOT_A_DICT,
               "config.max_position_embeddings": _LENGTH | st.just(DELETE),

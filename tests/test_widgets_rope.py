@@ -28,7 +28,7 @@ def test_pair_ranges():
 def test_clock_explorer_starts_at_example_12():
     w = W.clock_explorer()
     assert w.values == {"m": 16383, "b": 10_000, "n_train": 4096}
-    assert "18 of 64 (pairs 46-63)" in w.readout  # Example 12
+    assert "18 of 64 (pairs 46-63)" in w.readout  # notebook 07's head
     assert "pair 0: 16,383.00 rad = 2.74 rad after whole turns" in w.readout
     assert "turned 651.9 times" in w.readout
     assert "slowest pair 63: 1.89 rad at m; training reached 0.47 rad" in w.readout
@@ -83,13 +83,13 @@ def test_scaling_explorer_starts_at_examples_13_to_15():
         w.controls["factor"]
     assert isinstance(w.controls["factor"], ipywidgets.FloatSlider)
     assert w.controls["factor"].description == "factor" and w.controls["factor"].step == 0.5
-    assert band_text((20, 46)) in w.readout  # Example 15
+    assert band_text((20, 46)) in w.readout  # notebook 08's YaRN band
     assert "kept pairs 0-20 (≥ 32 turns in L0)" in w.readout
     assert "ramp pairs 21-45" in w.readout and "divided by s pairs 46-63" in w.readout
     assert "factor s = 4 " in w.readout and "target s·L0 = 16,384" in w.readout
     assert "mscale = 1 + 0.1·ln s = 1.1386" in w.readout and "mscale² = 1.2965" in w.readout
-    assert "base 10,000 → 40,890" in w.readout  # Example 14
-    assert "pair 0 now turns 0.250 rad per token" in w.readout  # Example 13
+    assert "base 10,000 → 40,890" in w.readout  # notebook 08's NTK base
+    assert "pair 0 now turns 0.250 rad per token" in w.readout  # notebook 08's PI step
     assert "18 of 64 pairs never turn in L0" in w.readout
     assert "NTK-aware 2.48 rad" in w.readout and "pair 46" in w.readout  # 7.94 - 5.46
 

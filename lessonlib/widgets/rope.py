@@ -24,7 +24,7 @@ __all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CL
 # Llama 3 (5e5), Qwen2.5 (1e6), and a few in between.
 BASES = (10_000, 20_000, 50_000, 100_000, 150_000, 500_000, 1_000_000, 5_000_000, 10_000_000)
 TRAINED_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536)
-CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # Example 12's fast, middle and slow hands
+CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # notebook 07's fast, middle and slow hands
 LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's published values
 
 
@@ -105,7 +105,8 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
                    max_position=65535):
     """Move the position m, the base b and the trained length: the clock hands of a few pairs
     turn, and the right panel shows, for all pairs, the angle at m against the angles training
-    showed them (Example 12: d = 128, base 10,000, 4,096 trained positions, m = 16,383).
+    showed them (defaults: notebook 07's head, d = 128, base 10,000, 4,096 trained positions,
+    m = 16,383).
     """
     r = _rotary(r)
     pairs = int_list("pairs", pairs, minimum=0)
@@ -230,7 +231,7 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
                      max_factor=64.0):
     """Sliders for the scale factor s, the base b and the trained length L0 redraw the per-pair
     frequency kept by PI, NTK-aware, YaRN and llama3, the wavelengths, and YaRN's ramp; the
-    readout states the YaRN band. Defaults: Examples 13-15 (d = 128, b = 10,000, L0 = 4,096,
+    readout states the YaRN band. Defaults: notebook 08's head (d = 128, b = 10,000, L0 = 4,096,
     s = 4). ``config`` (a name for ``load_config`` or a dict) starts from a model's own values.
     """
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
