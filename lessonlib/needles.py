@@ -1,6 +1,6 @@
 """Needle in a haystack: does a model find one fact at every depth of a long context?
 
-Example 17 of the lesson. A prompt is ``length`` filler tokens with the needle inserted at
+Notebook 09's retrieval test. A prompt is ``length`` filler tokens with the needle inserted at
 token index ``floor(length * depth / 100)`` (depth 0 = the start, 100 = the end), then the
 question. A grid runs every (length, depth) cell through a model and scores the answer by
 string match. Any callable works as the model:
@@ -15,9 +15,9 @@ of outputs) is an error naming the cell, not a miss; so is an answer that contai
 context: a model that echoes its input "finds" every needle. A HuggingFace text-generation
 pipeline does exactly that unless it is called with ``return_full_text=False``.
 
-The lesson's fake model, ``EdgeHeavyModel``, finds the needle only in the first 64 or the last
-3,000 words: the edge-heavy shape that "Lost in the Middle" (Liu et al., 2023) reports for real
-models.
+Notebook 09's stand-in model, ``EdgeHeavyModel``, finds the needle only in the first 64 or the
+last 3,000 words: the edge-heavy shape that "Lost in the Middle" (Liu et al., 2023) reports for
+real models.
 """
 import math
 from collections.abc import Sequence
@@ -62,7 +62,7 @@ class WordTokenizer:
 
 
 def lesson_filler(n, vocab=50):
-    """The lesson's filler: words w0, w1, ..., w49, w0, ... (``n`` of them)."""
+    """The default filler: words w0, w1, ..., w49, w0, ... (``n`` of them)."""
     n = check.integer("n", n, minimum=0)
     vocab = check.integer("vocab", vocab, minimum=1)
     return [f"w{i % vocab}" for i in range(n)]
@@ -212,9 +212,9 @@ def answer_matches(answer, needle):
 
 
 class EdgeHeavyModel:
-    """Example 17's fake model: it finds the needle only when it sits among the first ``first``
-    words or within the last ``recent`` words of the context (counted from the needle to the
-    end, the needle included). Reads the prompt text like a real model would: the words
+    """Notebook 09's stand-in model: it finds the needle only when it sits among the first
+    ``first`` words or within the last ``recent`` words of the context (counted from the needle
+    to the end, the needle included). Reads the prompt text like a real model would: the words
     before the final blank line are the context, and the needle is one of them (one word)."""
 
     def __init__(self, needle=DEFAULT_NEEDLE, *, first=64, recent=3000,
@@ -256,7 +256,7 @@ class NeedleGrid:
         return float(self.found.mean())
 
     def table(self):
-        """The lesson's text table: ok / miss per cell and a count per row."""
+        """The grid as a text table: ok / miss per cell and a count per row."""
         head = "length   depth:" + "".join(f"{d:>5g}" for d in self.depths)
         rows = [f"{n:6d}         " + "".join("   ok" if f else " miss" for f in row)
                 + f"   {row.sum()}/{row.size}" for n, row in zip(self.lengths, self.found)]

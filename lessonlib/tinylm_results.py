@@ -13,8 +13,10 @@ import numpy as np
 
 from lessonlib import _validate as check
 
-__all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESULT_NAMES", "load_results", "load_training_log", "extension_cell",
-           "extension_table", "stream_summary", "sink_heads", "needle_rows"]
+__all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESULT_NAMES",
+           "load_results", "load_training_log", "extension_cell", "extension_table",
+           "extension_grid", "loss_spans", "loss_span_table", "stream_summary", "sink_heads",
+           "needle_rows", "needle_misses"]
 
 RESULT_NAMES = ("extension", "needles", "sinks", "streaming")
 
@@ -175,6 +177,62 @@ def extension_table(extension, length):
     return rows
 
 
+def _pairs(cells):
+    """The (model, variant) pairs of a sweep's cells, in the file's order, each once."""
+    return list(dict.fromkeys((c["model"], c["variant"]) for c in cells))
+
+
+def extension_grid(extension):
+    """The whole sweep as a text table: one row per (model, variant), in the file's order, and
+    ``retrieval / mean loss`` at each of ``extension["lengths"]``."""
+    lengths = [check.integer(f"extension.lengths[{i}]", n, minimum=1)
+               for i, n in enumerate(_field(extension, "lengths", "extension", list))]
+    cells = _cells(extension, "extension", ("model", "variant", "length", "accuracy",
+                                            "mean_loss"))
+    lines = [f"{'retrieval / mean loss':24s}" + "".join(f"{n:>14d}" for n in lengths)]
+    for model, variant in _pairs(cells):
+        row = [extension_cell(extension, model, variant, n) for n in lengths]
+        lines.append(f"{label(model, variant):24s}" + "".join(
+            f"{c['accuracy']:7.2f} /{c['mean_loss']:5.2f}" for c in row))
+    return "\n".join(lines)
+
+
+def loss_spans(extension, model, variant, length, *, span=None):
+    """``[(start, mean loss), ...]``: the mean next-token loss over each ``span`` consecutive
+    positions (default: the trained length) of one cell's documents, from position 0. ``span``
+    must be a multiple of ``extension["loss_bin"]`` that divides the documents' length."""
+    L0 = _field(extension, "trained_length", "extension", int)
+    b = _field(extension, "loss_bin", "extension", int)
+    span = L0 if span is None else check.integer("span", span, minimum=1)
+    if span % b:
+        raise ValueError(f"span must be a multiple of extension.loss_bin ({b}), got {span}")
+    cell = extension_cell(extension, model, variant, length)
+    y = _series("loss_by_position", _field(cell, "loss_by_position", "cell"))  # one per bin
+    k = span // b
+    if len(y) % k:
+        raise ValueError(f"span must divide the cell's {len(y) * b} positions into whole "
+                         f"spans, got {span}")
+    return [(i * span, float(y[i * k:(i + 1) * k].mean())) for i in range(len(y) // k)]
+
+
+def loss_span_table(extension, length, *, span=None):
+    """A text table of ``loss_spans`` for every (model, variant) of the sweep at ``length``: one
+    row each, one column per span, headed by the span's first position."""
+    cells = _cells(extension, "extension", ("model", "variant", "length"))
+    length = check.integer("length", length, minimum=1)
+    _one_of("length", length, {c["length"] for c in cells}, "extension")
+    rows = [(label(m, v), loss_spans(extension, m, v, length, span=span))
+            for m, v in _pairs(c for c in cells if c["length"] == length)]
+    starts = [start for start, _ in rows[0][1]]
+    width = max(6, len(str(starts[-1])) + 2)
+    lines = [f"mean loss over each {starts[1] if len(starts) > 1 else length} positions of "
+             f"the {length:,}-token documents",
+             f"{'positions from':24s}" + "".join(f"{a:>{width}d}" for a in starts)]
+    for name, spans in rows:
+        lines.append(f"{name:24s}" + "".join(f"{m:{width}.2f}" for _, m in spans))
+    return "\n".join(lines)
+
+
 def stream_summary(streaming, start):
     """Per cache: mean loss and answer accuracy over the bins that start at or after
     ``start`` (e.g. the cache size, where eviction begins); ``early_loss`` is the mean over
@@ -224,3 +282,14 @@ def needle_rows(needles, cell):
         raise ValueError(f"cell.found_fraction must have one row per length of needles "
                          f"({len(lengths)}), got shape {frac.shape}")
     return [(n, float(row.mean()), row.tolist()) for n, row in zip(needles["lengths"], frac)]
+
+
+def needle_misses(needles, cell):
+    """``[(context length, depth, fraction found), ...]``: every (length, depth) of one needle
+    grid cell where at least one trial missed, row by row."""
+    depths = _field(needles, "depths", "needles", list)
+    rows = needle_rows(needles, cell)
+    if len(rows[0][2]) != len(depths):
+        raise ValueError(f"cell.found_fraction has {len(rows[0][2])} columns and "
+                         f"needles.depths {len(depths)} depths: each column is one depth")
+    return [(n, d, f) for n, _, row in rows for d, f in zip(depths, row) if f < 1]

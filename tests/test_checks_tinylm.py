@@ -1,8 +1,12 @@
 """lessonlib.checks.tinylm: each check accepts the right answer (computed here independently)
 and rejects the typical wrong ones with a useful message."""
+import os
+import re
+from fractions import Fraction
+
 import numpy as np
 import pytest
-from _support import optional
+from _support import ROOT, optional, solutions
 
 from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import tinylm as C
@@ -48,6 +52,19 @@ def test_uniform_bos_weight_accepts_the_mean_of_one_over_keys_seen():
         total += 1.0 / len(range(0, p + 1))
     assert C.uniform_bos_weight(total / (256 - 32))
     assert C.uniform_bos_weight(np.float32(total / 224))
+
+
+def test_the_reference_answer_and_its_comment_are_exact():
+    """instructors/solutions/10: the mean of 1/(p + 1) over p = 32..255 is 0.0092225..., and
+    the comment beside it rounds that value (it once said 0.0078)."""
+    exact = float(sum(Fraction(1, p + 1) for p in range(32, 256)) / 224)
+    assert solutions("10_real_model_long_context").uniform_bos_weight == pytest.approx(
+        exact, rel=1e-12)
+    with open(os.path.join(ROOT, "instructors", "solutions",
+                           "10_real_model_long_context.py")) as f:
+        comment = re.search(r"^uniform_bos_weight = .*# about (0\.\d+)$", f.read(), re.M)
+    digits = len(comment.group(1)) - 2
+    assert f"{exact:.{digits}f}" == comment.group(1) and digits >= 4
 
 
 @pytest.mark.parametrize("answer,hint", [

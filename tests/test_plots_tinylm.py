@@ -89,7 +89,9 @@ def test_static_views_draw_and_summarise():
                         "uniform_first4": 0.05}]}
     v = W.sink_view(sinks)
     try:
-        assert "L0H1 0.90, L1H0 0.50" in v.readout and "uniform 0.012" in v.readout
+        assert "L0H1 0.90, L1H0 0.50" in v.readout
+        assert "uniform" not in v.readout and "0.012" not in v.readout  # exercise 2's answer
+        assert "0.012" not in v.axes[0].get_title()
     finally:
         plt.close(v.fig)
     stream = {"bin": 64, "cache_tokens": 128, "n_streams": 2, "length": 320,

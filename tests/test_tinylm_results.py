@@ -93,6 +93,53 @@ def test_valid_calls_keep_their_values():
     assert R.extension_table(make_extension(), 256)[0][4] is None
 
 
+def test_extension_grid_is_every_pair_at_every_length():
+    ext = make_extension()
+    ext["cells"][3]["accuracy"], ext["cells"][3]["mean_loss"] = 0.25, 2.5  # base yarn 512
+    lines = R.extension_grid(ext).splitlines()
+    assert lines[0].split()[-2:] == ["256", "512"]
+    assert [line[:24].strip() for line in lines[1:]] == ["plain RoPE", "YaRN, s = 8",
+                                                         "PI fine-tune (s = 2)"]
+    assert lines[2].split()[-6:] == ["0.50", "/", "1.00", "0.25", "/", "2.50"]
+    missing = dict(ext, cells=ext["cells"][:-1])  # the fine-tune has no 512 cell
+    with pytest.raises(ValueError, match=r"^length 512 is not in extension for \('pi2x'"):
+        R.extension_grid(missing)
+
+
+def test_loss_spans_average_whole_spans_of_bins():
+    ext = make_extension()
+    cell = R.extension_cell(ext, "base", "plain", 512)
+    cell["loss_by_position"] = list(range(16))  # bins of 32 positions: 0, 1, ..., 15
+    assert R.loss_spans(ext, "base", "plain", 512) == [(0, 3.5), (256, 11.5)]  # span = L0
+    assert R.loss_spans(ext, "base", "plain", 512, span=128) == [
+        (0, 1.5), (128, 5.5), (256, 9.5), (384, 13.5)]
+    assert R.loss_spans(ext, "base", "plain", 512, span=32)[5] == (160, 5.0)
+    with pytest.raises(ValueError, match=r"^span must be a multiple of extension.loss_bin"):
+        R.loss_spans(ext, "base", "plain", 512, span=48)
+    with pytest.raises(ValueError, match=r"^span must divide the cell's 512 positions"):
+        R.loss_spans(ext, "base", "plain", 512, span=192)
+    table = R.loss_span_table(ext, 512, span=128).splitlines()
+    assert table[0] == "mean loss over each 128 positions of the 512-token documents"
+    assert table[1].split()[-4:] == ["0", "128", "256", "384"]
+    assert table[2].split()[-4:] == ["1.50", "5.50", "9.50", "13.50"]
+
+
+def test_the_committed_sweep_in_spans_matches_its_bins():
+    ext = R.load_results("extension")
+    bins = np.array(R.extension_cell(ext, "base", "plain", 2048)["loss_by_position"])
+    spans = R.loss_spans(ext, "base", "plain", 2048)
+    assert [a for a, _ in spans] == list(range(0, 2048, 256))
+    np.testing.assert_allclose([m for _, m in spans], bins.reshape(8, 8).mean(axis=1))
+
+
+def test_needle_misses_are_the_cells_below_one():
+    cell = dict(NEEDLE_CELL, found_fraction=[[1, 0.5, 1], [0, 1, 0.875]])
+    assert R.needle_misses(NEEDLES, cell) == [(256, 50, 0.5), (512, 0, 0.0), (512, 100, 0.875)]
+    assert R.needle_misses(NEEDLES, dict(cell, found_fraction=[[1, 1, 1]] * 2)) == []
+    with pytest.raises(ValueError, match=r"^cell.found_fraction has 2 columns and needles"):
+        R.needle_misses(NEEDLES, dict(cell, found_fraction=[[1, 1], [1, 1]]))
+
+
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of the public functions, fed what a careful user might pass by mistake: each
 # must be a ValueError naming the argument (tests/_bad.py; coverage in test_validate.py).
@@ -126,6 +173,24 @@ BAD_INPUTS = [
          bad={"cell": _NOT_A_DICT, "cell.mass_first4": st.sampled_from([[1.0, 2.0], [[np.inf]]]),
               "key": texts() | st.just("mass_first2"), "top": ints(minimum=1, none_ok=True)},
          names={"cell.mass_first4": "mass_first4"}),
+    Case(R.extension_grid, args=(make_extension(),),
+         bad={"extension": _NOT_A_DICT, "extension.cells": _DELETE | st.just("cells"),
+              "extension.lengths": _DELETE | st.just(256) | st.just([256.0, "512"])}),
+    Case(R.loss_spans, args=(make_extension(), "base", "plain", 512), kwargs=dict(span=64),
+         bad={"extension": _NOT_A_DICT, "extension.trained_length": _DELETE | ints(minimum=1),
+              "extension.loss_bin": _DELETE | ints(minimum=1),
+              "model": texts() | st.just("bse"), "variant": texts() | st.just("ntk"),
+              "length": ints(minimum=1) | st.just(1024),
+              "span": ints(minimum=1, none_ok=True) | st.sampled_from([48, 192, 1024])}),
+    Case(R.loss_span_table, args=(make_extension(), 512), kwargs=dict(span=64),
+         bad={"extension": _NOT_A_DICT, "extension.cells": _DELETE | st.just({}),
+              "length": ints(minimum=1) | st.just(300),
+              "span": ints(minimum=1, none_ok=True) | st.sampled_from([48, 192, 1024])}),
+    Case(R.needle_misses, args=(NEEDLES, NEEDLE_CELL),
+         bad={"needles": _NOT_A_DICT, "needles.depths": _DELETE | st.just([0, 100]),
+              "needles.lengths": _DELETE | st.just(256),
+              "cell": _NOT_A_DICT,
+              "cell.found_fraction": _DELETE | st.sampled_from([[[1, 0, 1]], [0.5], "x"])}),
     Case(R.needle_rows, args=(NEEDLES, NEEDLE_CELL),
          bad={"needles": _NOT_A_DICT, "needles.lengths": _DELETE | st.just(256),
               "cell": _NOT_A_DICT,

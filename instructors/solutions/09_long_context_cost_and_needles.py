@@ -6,17 +6,18 @@ returns None, is "not attempted". True/False, numpy bools and 0/1 are all read a
 """
 import math
 
-# Exercise 1: Llama 3 8B shape, P = 8.03e9, L = 32, q_dim = 32 x 128 = 4096.
-# Weights 2 P n; causal attention 2 n^2 q_dim L. Equal when n = P / (q_dim L).
-crossover_tokens = 8.03e9 / (4096 * 32)  # 61,264 tokens
+# Exercise 1: the Llama 3.2 1B shape, P = 1,235,814,400 (its embedding shared with the output
+# layer), L = 16, q_dim = 32 x 64 = 2048. Weights 2 P n; causal attention 2 n^2 q_dim L. Equal
+# when n = P / (q_dim L): sooner than the notebook's Llama 3 8B, whose P / L is larger.
+crossover_tokens = 1_235_814_400 / (2048 * 16)  # 37,714 tokens
 
 
-# Exercise 2: total prefill FLOPs at 131,072 over 4,096 tokens.
-def total_flops(n, P=8.03e9, q_dim=4096, L=32):
+# Exercise 2: total prefill FLOPs at 131,072 over 4,096 tokens, same shape.
+def total_flops(n, P=1_235_814_400, q_dim=2048, L=16):
     return 2 * P * n + 2 * n * n * q_dim * L
 
 
-prompt_cost_ratio = total_flops(131072) / total_flops(4096)  # about 94.2
+prompt_cost_ratio = total_flops(131072) / total_flops(4096)  # about 129.2
 
 
 # Exercise 3: EdgeHeavyModel finds the needle when it sits among the first 64 words, or when

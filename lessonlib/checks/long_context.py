@@ -15,11 +15,21 @@ from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
 from ..traffic import long_context_cost
 from . import _scalar, _short, call, check_number, correct, exercise, not_attempted, unfilled, wrong
 
-__all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS"]
+__all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS",
+           "LLAMA32_1B_PARAMS"]
+
+# The cost exercises use Llama 3.2 1B's shape, not the notebook's worked Llama 3 8B: the
+# notebook prints the 8B's crossover and cost ratio, so those would be answers given away.
+# 1,235,814,400 parameters: its config.json's shape with the embedding shared by the output
+# layer (tie_word_embeddings), as tests/test_checks_long_context.py counts them.
+LLAMA32_1B_PARAMS = 1_235_814_400
+
+WORKED = dict(config="Llama-3.1-8B", params=8.03e9)  # the notebook's worked shape
 
 QUESTIONS = {
-    "crossover_tokens": dict(config="Llama-3.1-8B", params=8.03e9),
-    "prompt_cost_ratio": dict(config="Llama-3.1-8B", params=8.03e9, short=4096, long=131072),
+    "crossover_tokens": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS),
+    "prompt_cost_ratio": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS, short=4096,
+                              long=131072),
     # (length, depth) cells where the fake model's two rules are tested, edges included
     "needle_found": dict(lengths=(1000, 2000, 3000, 4000, 8000, 16000),
                          depths=(0, 0.3, 0.4, 25, 50, 75, 81.25, 100)),
@@ -36,13 +46,17 @@ def _shape(name):
 
 @exercise
 def crossover_tokens(answer):
-    """The context length n at which Llama 3 8B's causal attention FLOPs equal its weight
-    FLOPs in prefill (Example 16's model: 8.03e9 parameters, 32 layers, q_dim 4,096)."""
+    """The context length n at which causal attention's prefill FLOPs equal the weights' for
+    the Llama 3.2 1B shape (1,235,814,400 parameters, 16 layers, q_dim 32 x 64 = 2,048)."""
     q = QUESTIONS["crossover_tokens"]
     cfg, L, q_dim, kv_dim = _shape(q["config"])
     P = q["params"]
     expected = P / (q_dim * L)  # 2 P n = 2 n^2 q_dim L, long_context_cost's two terms
+    _, L8, q8, _ = _shape(WORKED["config"])
     mistakes = [
+        (WORKED["params"] / (q8 * L8), "That is the notebook's worked Llama 3 8B. This "
+                                       "exercise is the Llama 3.2 1B shape: its own P, L and "
+                                       "q_dim."),
         (expected / 2, "That ignores the causal mask: each query sees only the keys before it, "
                        "which halves attention's 4 n^2 q_dim L, so the crossover moves up 2x."),
         (expected * L, f"Attention runs in every one of the {L} layers: its FLOPs are "
@@ -61,7 +75,7 @@ def crossover_tokens(answer):
 @exercise
 def prompt_cost_ratio(answer):
     """How many times more prefill FLOPs a 131,072-token prompt costs than a 4,096-token one
-    (weights plus causal attention, Example 16's Llama 3 8B shape)."""
+    (weights plus causal attention, the Llama 3.2 1B shape of ``crossover_tokens``)."""
     q = QUESTIONS["prompt_cost_ratio"]
     cfg, L, q_dim, _ = _shape(q["config"])
     args = dict(params=q["params"], layers=L, q_dim=q_dim,
@@ -70,7 +84,13 @@ def prompt_cost_ratio(answer):
     s_full, l_full = long_context_cost([q["short"], q["long"]], causal=False, **args)
     expected = long.total_flops / short.total_flops
     k = q["long"] / q["short"]
+    cfg8, L8, q8, _ = _shape(WORKED["config"])
+    short8, long8 = long_context_cost([q["short"], q["long"]], params=WORKED["params"], layers=L8,
+                                      q_dim=q8, kv_bytes_per_token=kv_bytes_per_token(cfg8))
     mistakes = [
+        (long8.total_flops / short8.total_flops, "That is the notebook's worked Llama 3 8B. "
+                                                 "This exercise is the Llama 3.2 1B shape: its "
+                                                 "own P, L and q_dim."),
         (k, f"{k:g}x is the weights alone (linear in n). Attention grows with n^2 and is most "
             f"of the long prompt's cost: add both parts at each length."),
         (k * k, f"{k * k:g}x is attention alone (n^2). The weights' share grows only {k:g}x: "

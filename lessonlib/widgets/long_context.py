@@ -18,7 +18,7 @@ from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, o
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 
-LLAMA3_8B_PARAMS = 8.03e9  # Example 16's parameter count (config.json does not hold it)
+LLAMA3_8B_PARAMS = 8.03e9  # Llama 3 8B's parameter count (config.json does not hold it)
 KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
@@ -38,7 +38,7 @@ def _kv_gib(configs, lengths, dtype_bytes, engine):
 def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
                   models=DEFAULT_MODELS, dtype_bytes=2, engine="llama.cpp",
                   lengths=DEFAULT_LENGTHS):
-    """A context-length slider and a KV-dtype switch redraw Example 16's two costs.
+    """A context-length slider and a KV-dtype switch redraw notebook 09's two costs.
 
     Left: prefill TFLOP of ``config``'s shape, weights (2 P n) against causal attention
     (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'

@@ -122,11 +122,10 @@ def sink_view(sinks, *, key="mass_first1"):
     axes = np.atleast_1d(axes)
     artists = [plots.draw_sink_mass(ax, c, key=key) for ax, c in zip(axes, cells)]
     lines = []
-    for c in cells:
+    for c in cells:  # no uniform-attention baseline: notebook 10's exercise 2 asks for it
         top = sink_heads(c, key=key, top=3)
         lines.append(f"n = {c['length']}: heaviest heads " + ", ".join(
-            f"L{layer}H{head} {m:.2f}" for layer, head, m in top)
-            + f" (uniform {c['uniform_' + key.split('_')[1]]:.3f})")
+            f"L{layer}H{head} {m:.2f}" for layer, head, m in top))
     return _view(fig, tuple(axes), {"heatmaps": artists}, "\n".join(lines))
 
 
