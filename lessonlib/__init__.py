@@ -4,12 +4,21 @@ Modules (import the one you need; importing the package does nothing else):
   softmax      online softmax, step traces, the online attention row (with a learned sink)
   attention    masks, naive and tiled (FlashAttention-style) attention in numpy
   traffic      memory-traffic, score-matrix and long-context cost accounting
+  kernel_plan  the Triton kernel's tile plan in plain Python (no triton needed)
+  triton_attention   the Triton FlashAttention kernel (torch tensors)
+  engines      engines' own rules: vLLM's attention-backend choice, llama.cpp's context shift
   rope         RoPE frequencies and every scaling variant, read from config.json dicts
   kv_cache     KV-cache bytes per token and whole-cache sizing by each engine's rule
   streaming    sliding-window ring buffer, receptive field, StreamingLLM sink cache
   needles      needle-in-a-haystack prompts, grids and an example model
+  kvtask, tinylm, tinylm_results   notebook 10's task, its tiny model (torch) and the
+               committed results (numpy only)
+  configs      real models' config.json files, by name
+  runtime, requires   which packages this platform gets, and the %%requires cell magic
   plots, widgets, checks   the notebooks' figures, sliders and exercise checks
-  triton_attention   the Triton FlashAttention kernel (torch tensors)
+
+Every public function checks its arguments (lessonlib._validate): a bad one is a ValueError
+that names it.
 """
 
 __version__ = "0.1.0"

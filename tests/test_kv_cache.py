@@ -1,4 +1,4 @@
-"""lessonlib.kv_cache: every number of Examples 5-8, 10 and 16 and of the hybrid-cache text,
+"""lessonlib.kv_cache: every number notebooks 01, 05, 06 and 09 print about KV caches,
 recomputed from the texts' inputs, and each engine's rule against a per-layer loop."""
 import math
 from decimal import ROUND_HALF_UP, Decimal
@@ -15,7 +15,7 @@ KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
 
 
 def llama3_8b_shape(kv_heads):
-    """Example 6's Llama-3-8B shape: 32 layers, 32 query heads of 128, F16 cache."""
+    """Notebook 05's Llama-3-8B shape: 32 layers, 32 query heads of 128, F16 cache."""
     return {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": kv_heads,
             "hidden_size": 4096}
 
@@ -126,7 +126,7 @@ def test_qwen2_max_window_layers_rule():
     assert kc.layer_windows(cfg) == [None] * 20 + [4096] * 8
 
 
-# --------------------------------------------------------------------------- llama.cpp (Example 10)
+# --------------------------------------------------------------------------- llama.cpp (notebook 06)
 
 def test_tiny_gemma3_logs():
     cfg = load_config("tiny-gemma3-swa")
@@ -252,9 +252,9 @@ def test_engine_rules_match_a_per_layer_loop(cfg, n_ctx, engine, n_seq, n_ubatch
         assert one.total_bytes == everything.total_bytes
 
 
-# --------------------------------------------------------------------------- Example 5
+# --------------------------------------------------------------------------- compute buffer (notebook 01)
 
-LOGGED_MIB = {128: (74.44, 288.69), 512: (297.75, 1154.76)}  # the lesson's log: fa on, fa off
+LOGGED_MIB = {128: (74.44, 288.69), 512: (297.75, 1154.76)}  # the course's llama.cpp log: fa on, fa off
 
 
 @pytest.mark.parametrize("ub, scores_mib, logits_mib, off_minus_scores", [

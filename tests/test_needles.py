@@ -1,4 +1,4 @@
-"""lessonlib.needles: prompts with the needle at an exact depth, and Example 17's grid."""
+"""lessonlib.needles: prompts with the needle at an exact depth, and notebook 09's grid."""
 from fractions import Fraction
 
 import numpy as np

@@ -21,7 +21,7 @@ def ref_softmax(x):
 
 
 def test_example2_step_table():
-    """The lesson's table: m and s after each of 1, 3, 2, 5, 0.5, 4."""
+    """Notebook 02's table: m and s after each of 1, 3, 2, 5, 0.5, 4."""
     steps = online_softmax_trace(EXAMPLE_X)
     assert [st.m for st in steps] == [1.0, 3.0, 3.0, 5.0, 5.0, 5.0]
     # Each s is the sum of exp(x_j - m) over the scores seen so far: recompute it directly.

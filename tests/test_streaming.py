@@ -1,4 +1,4 @@
-"""lessonlib.streaming: the ring buffer (Example 9) and the StreamingLLM cache (Example 11)."""
+"""lessonlib.streaming: the ring buffer and the StreamingLLM cache of notebook 06."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -160,7 +160,7 @@ def test_slot_positions_need_keys_cached_before_rotation():
     assert (len(cache) - cache.rope_positions).max() == 12 and (n - kept).max() == 40
 
 
-# ------------------------------------------------------------------ Example 11's comparison
+# ------------------------------------------------------------------ notebook 06's three caches
 
 def reference_readout(scores, values, kept, recent_from):
     w = np.exp(scores[kept]) / np.exp(scores[kept]).sum()

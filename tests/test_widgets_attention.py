@@ -19,8 +19,8 @@ def test_memory_explorer_follows_n_and_heads():
     w = W.memory_explorer()
     assert set(w.controls) == {"n", "heads"}
     assert w.values == {"n": 32768, "heads": 32}
-    assert "128.00 GiB" in w.readout  # Example 1: 32K tokens, 32 heads
-    assert "34.8% of the total" in w.readout  # Example 16
+    assert "128.00 GiB" in w.readout  # notebook 01: 32K tokens, 32 heads
+    assert "34.8% of the total" in w.readout  # notebook 09's share at 32K
 
     w.controls["n"].value = 131072
     row = score_matrix_table([131072], heads=32, layers=32)[0]
