@@ -4,8 +4,8 @@
     .venv/bin/python scripts/run_notebooks.py notebooks/02_online_softmax.ipynb
 
 Runs each notebook top to bottom in a fresh kernel from this venv, with TRITON_INTERPRET=1 (no
-GPU here) and without MPLBACKEND (inline and ipympl figures must keep their outputs). Fails on
-the first cell error.
+GPU here) and without MPLBACKEND (inline and ipympl figures must keep their outputs), and saves
+no widget state. Fails on the first cell error.
 """
 import glob
 import os
@@ -22,10 +22,14 @@ def run(path, timeout=600):
     nb = nbformat.read(path, as_version=4)
     os.environ["TRITON_INTERPRET"] = "1"
     os.environ.pop("MPLBACKEND", None)
+    # No widget state in the file: without a kernel a widget cannot draw its figure, so
+    # viewers (nbconvert, nbviewer) show the picture each widget displays before itself.
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            store_widget_state=False,
                             resources={"metadata": {"path": os.path.dirname(path)}})
     t0 = time.perf_counter()
     client.execute()
+    nb.metadata.pop("widgets", None)
     nbformat.write(nb, path)
     return time.perf_counter() - t0
 

@@ -1,4 +1,6 @@
 """The widget frame: blitted redraws must show what a full redraw shows, and be cheaper."""
+import base64
+
 import ipywidgets as widgets
 import numpy as np
 import pytest
@@ -82,3 +84,49 @@ def test_full_redraws_without_blit():
     n = len(calls)
     w.controls["a"].value = 0.5
     assert len(calls) == n + 1 and w.readout == "0.5"
+
+
+# ------------------------------------------------------------------ what people see
+def test_display_puts_a_picture_before_the_live_widget():
+    """GitHub, nbviewer and nbconvert have no kernel: they show the picture; JupyterLab shows
+    the widget, whose page helper hides the picture before it."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from lessonlib.widgets import rope as W
+
+    w = W.scaling_explorer()
+    shell = InteractiveShell.instance()
+    shown = []
+    shell.display_pub.publish = lambda data, metadata=None, **kw: shown.append(data)
+    w._ipython_display_()
+    assert set(shown[0]) == {"image/png", "text/plain"}
+    assert base64.b64decode(shown[0]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "run the notebook" in shown[0]["text/plain"]
+    assert "application/vnd.jupyter.widget-view+json" in shown[1]
+    box = w.ui
+    assert _base.EXPLORER_CLASS in box._dom_classes
+    helper = box.children[-1]
+    assert isinstance(helper, _base.PageHelper)
+    assert f".{_base.EXPLORER_CLASS}" in helper._css and "display: none" in helper._css
+    assert 'data-smallest-text-px="' in helper.info
+
+
+def test_a_control_without_effect_is_disabled():
+    import ipywidgets
+    import matplotlib.pyplot as plt
+    fig, _ = plt.subplots()
+    on = ipywidgets.Checkbox(value=False)
+    knob = ipywidgets.FloatSlider(value=1.0)
+    e = _base.Explorer({"on": on, "knob": knob}, fig, lambda on, knob: f"{on} {knob}",
+                       disabled_when={"knob": lambda v: not v["on"]})
+    assert knob.disabled
+    on.value = True
+    assert not knob.disabled and e.readout == "True 1.0"
+    with pytest.raises(ValueError, match="disabled_when names no control"):
+        _base.Explorer({"on": on}, fig, lambda on: "", disabled_when={"nope": lambda v: True})
+
+
+def test_checkbox_label_is_not_indented_and_takes_its_width():
+    box = _base.checkbox("learned sink", True)
+    assert box.indent is False and box.layout.width == "auto" and box.value is True
+    with pytest.raises(ValueError, match="learned sink must be True or False"):
+        _base.checkbox("learned sink", "yes")

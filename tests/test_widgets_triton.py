@@ -125,7 +125,7 @@ def test_sinks_add_sink_blocks_to_every_program_past_the_window():
 def test_ui_holds_the_controls_the_canvas_area_and_the_readout():
     w = W.tile_map_explorer()
     ui = w.ui
-    assert len(ui.children) == 3
+    assert len(ui.children) == 4  # controls, figure, readout, the page helper
     assert ui.children[0].layout.flex_flow == "row wrap"
     assert list(ui.children[0].children) == list(w.controls.values())
     assert w.readout in ui.children[2].value.replace("&gt;", ">").replace("&lt;", "<")

@@ -1,8 +1,20 @@
-"""The small frame every notebook widget shares: controls, an ipympl canvas, a text readout."""
-import html
+"""The small frame every notebook widget shares: controls, an ipympl canvas, a text readout.
 
+What a student sees is the same everywhere: the figure fits the width it is given (JupyterLab's
+output area beside the file browser, a projector's page) by scaling, never by being cut
+(``FIT_CSS``); a control that has no effect in the current state is disabled
+(``Explorer(..., disabled_when=...)``); and where no kernel runs (GitHub, nbviewer, an
+nbconvert export) the output shows a picture of the figure as first drawn (``Explorer``'s
+display puts it in the output before the live widget, which hides it once it runs).
+"""
+import base64
+import html
+import io
+
+import anywidget
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from matplotlib.text import Text
@@ -10,7 +22,7 @@ from matplotlib.text import Text
 from .. import _validate as check
 from ..configs import load_config
 
-__all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "config_dict",
+__all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
            "slider_int", "slider_real", "option", "int_list"]
 
 
@@ -70,6 +82,7 @@ def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
     canvas = fig.canvas
     if isinstance(canvas, widgets.DOMWidget):  # ipympl: no figure title bar, no resize handle
         canvas.header_visible = False
+        canvas.footer_visible = False  # the cursor's coordinates: 20 px the readout needs
         canvas.resizable = False
         # Widgets draw before they are displayed; ipympl 0.10 then syncs that first image as
         # bare base64 without its data: prefix, JupyterLab requests it as a URL and the canvas
@@ -87,10 +100,15 @@ class Explorer:
     a cached background; under a live layout engine every update is a full redraw.
     """
 
-    def __init__(self, controls, fig, redraw, *, blit=True):
+    def __init__(self, controls, fig, redraw, *, blit=True, disabled_when=None):
         self.controls = dict(controls)
         self.fig = fig
         self._redraw = redraw
+        # name -> values -> True when that control has no effect (it is then disabled)
+        self._disabled_when = dict(disabled_when or {})
+        unknown = set(self._disabled_when) - set(self.controls)
+        if unknown:
+            raise ValueError(f"disabled_when names no control: {sorted(unknown)}")
         self._readout = widgets.HTML()
         self._blit = blit
         self._background = None  # the figure without its changing artists, once drawn
@@ -112,7 +130,10 @@ class Explorer:
         return self._readout_text
 
     def update(self):
-        self._readout_text = self._redraw(**self.values)
+        values = self.values
+        for name, off in self._disabled_when.items():
+            self.controls[name].disabled = bool(off(values))
+        self._readout_text = self._redraw(**values)
         self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
         if self._blit and not self._layout_is_live():
             self._draw_changes()
@@ -202,11 +223,93 @@ class Explorer:
     def ui(self):
         canvas = self.fig.canvas
         figure = canvas if isinstance(canvas, widgets.DOMWidget) else widgets.Output()
-        return widgets.VBox([widgets.HBox(list(self.controls.values())), figure, self._readout])
+        box = widgets.VBox([widgets.HBox(list(self.controls.values())), figure, self._readout,
+                            PageHelper(info=self._figure_info())])
+        box.add_class(EXPLORER_CLASS)
+        return box
+
+    def smallest_text_px(self):
+        """The smallest visible text of the figure, in pixels at its dpi (before any scaling)."""
+        sizes = [t.get_fontsize() for t in self.fig.findobj(Text)
+                 if t.get_visible() and t.get_text().strip()]
+        return min(sizes) * self.fig.dpi / 72 if sizes else None
+
+    def _figure_info(self):
+        """What the browser tests read about the figure: its size and smallest text."""
+        width, height = (self.fig.get_size_inches() * self.fig.dpi).round().astype(int)
+        return (f'<span class="lessonlib-figure-info" hidden data-figure-px="{width}x{height}" '
+                f'data-smallest-text-px="{self.smallest_text_px():.1f}"></span>')
+
+    def picture(self):
+        """The figure as it is now, as a PNG output bundle (what viewers without a kernel show)."""
+        png = io.BytesIO()
+        self.fig.savefig(png, format="png", dpi=self.fig.dpi)  # an Agg copy; the canvas stays
+        width, height = (self.fig.get_size_inches() * self.fig.dpi).round().astype(int)
+        text = (f"[a picture of the figure as first drawn, {width} x {height} px: run the "
+                f"notebook to move its controls]")
+        return {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
+                "text/plain": text}
 
     def _ipython_display_(self):
         from IPython.display import display
+        # First the picture, then the live widget: JupyterLab and Voila show the widget (its
+        # FIT_CSS hides the picture before it), GitHub, nbviewer and nbconvert the picture.
+        display(self.picture(), raw=True)
         display(self.ui)
+
+
+# Figures fit the width they are given (JupyterLab's output area beside the file browser, a
+# projector's page): ipympl sizes its canvas in pixels with inline styles, so the canvas is
+# scaled down, keeping its aspect (a canvas's intrinsic ratio), never cut. A <style> inside an
+# HTML widget reaches the page whatever JupyterLab's sanitizer does to outputs, and only where
+# the widget runs: there it also hides the static picture displayed just before it.
+EXPLORER_CLASS = "lessonlib-explorer"
+FIT_CSS = f"""
+.jupyter-matplotlib-canvas-div {{ width: auto !important; max-width: 100%; height: auto !important; }}
+.jupyter-matplotlib-canvas-div canvas {{ max-width: 100%; height: auto !important; }}
+.jupyter-matplotlib-canvas-div canvas:first-child {{ position: relative !important; }}
+.jupyter-matplotlib-figure, .jupyter-matplotlib-canvas-container {{ max-width: 100%; }}
+.jp-OutputArea-child:has(+ .jp-OutputArea-child .{EXPLORER_CLASS}) {{ display: none; }}
+"""
+
+# ipywidgets gives a slider's handle (role="slider") no accessible name and says nowhere that
+# the number beside it can be typed into: the page helper, a small anywidget at the end of
+# every Explorer, names each handle after its slider's label and marks the number box.
+_PAGE_ESM = """
+function name(box) {
+  for (const s of box.querySelectorAll('.widget-slider')) {
+    const label = s.querySelector('.widget-label');
+    const text = label ? label.textContent.trim() : '';
+    if (!text) continue;
+    const handle = s.querySelector('.noUi-handle');
+    if (handle && handle.getAttribute('aria-label') !== text) handle.setAttribute('aria-label', text);
+    const typed = s.querySelector('.widget-readout');
+    if (typed && !typed.hasAttribute('aria-label')) {
+      typed.setAttribute('aria-label', `${text}: type a value, then press Enter`);
+      typed.title = 'type a value, then press Enter';
+    }
+  }
+}
+export default {
+  render({ model, el }) {
+    el.innerHTML = model.get('info');
+    const start = () => {
+      const box = el.closest('.lessonlib-explorer');
+      if (!box) return requestAnimationFrame(start);
+      name(box);
+      new MutationObserver(() => name(box)).observe(box, {childList: true, subtree: true});
+    };
+    start();
+  }
+};
+"""
+
+
+class PageHelper(anywidget.AnyWidget):
+    """The page side of an Explorer: the fit rules (CSS) and the controls' accessible names."""
+    _esm = _PAGE_ESM
+    _css = FIT_CSS
+    info = traitlets.Unicode("").tag(sync=True)  # the figure's size and smallest text
 
 
 def freeze_layout(fig):
@@ -227,6 +330,13 @@ def freeze_layout(fig):
             axis.set_label_coords(*ax.transAxes.inverted().transform(anchor))
         ax.set_title(ax.get_title(), y=ax.title.get_position()[1])
     return fig
+
+
+def checkbox(description, value, *, width=None):
+    """A checkbox whose label shows in full (no indent before the box, the width its text needs)."""
+    layout = widgets.Layout(width=width or "auto")
+    return widgets.Checkbox(value=check.flag(description, value), description=description,
+                            indent=False, layout=layout)
 
 
 def slider_layout(width="330px"):

@@ -276,11 +276,12 @@ class Explorer:
     """A lessonlib widget (``lessonlib.widgets._base.Explorer``) on a page, found by one of its
     sliders: the sliders in a row, the ipympl figure, the readout under it."""
 
-    def __init__(self, scope, slider):
+    def __init__(self, scope, slider=None, box=None):
         page = scope.page if hasattr(scope, "page") else scope
         self.page = page
-        self.box = (scope.locator(".widget-vbox").filter(has=self._slider(page, slider, page))
-                    .filter(has=page.locator(CANVAS)).last)
+        self.box = box if box is not None else (
+            scope.locator(".widget-vbox").filter(has=self._slider(page, slider, page))
+            .filter(has=page.locator(CANVAS)).last)
         expect(self.box).to_be_visible(timeout=30_000)
         self.canvas = self.box.locator(CANVAS).first
         self.readout_area = self.box.locator(READOUT).first
@@ -294,12 +295,32 @@ class Explorer:
         return self._slider(self.box, description, self.page)
 
     def value(self, description):
-        """The slider's readout as shown: a number (``4.5``, ``10,000``) -> float."""
+        """The slider's readout as shown: a number (``4.5``, ``10,000``) -> float; a label that
+        is not a number (``4K``) -> the handle's position (``aria-valuenow``)."""
         text = self.slider(description).locator(".widget-readout").inner_text()
-        return float(text.replace(",", "").strip())
+        try:
+            return float(text.replace(",", "").strip())
+        except ValueError:
+            return self.position(description)
+
+    def position(self, description):
+        """The handle's position on its track (noUiSlider's aria-valuenow)."""
+        return float(self.slider(description).locator(".noUi-handle").get_attribute(
+            "aria-valuenow"))
+
+    def at_maximum(self, description):
+        handle = self.slider(description).locator(".noUi-handle")
+        return float(handle.get_attribute("aria-valuenow")) >= float(
+            handle.get_attribute("aria-valuemax"))
 
     def readout(self):
         return self.readout_area.inner_text()
+
+    def sliders(self):
+        """The descriptions of the box's sliders, in order, and whether each is enabled."""
+        return self.box.evaluate("""(box) => [...box.querySelectorAll('.widget-slider')].map(s =>
+            [s.querySelector('.widget-label').textContent.trim(),
+             !s.classList.contains('mod-disabled') && !s.querySelector('[disabled]')])""")
 
     def wait_for_figure(self, timeout_ms=20_000):
         """Wait until ipympl has drawn the figure: its canvas gets the figure's size."""
