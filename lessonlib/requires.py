@@ -3,6 +3,10 @@
 A cell that starts with ``%%requires torch`` (or ``triton``, or both) runs when every named
 package is installed, and otherwise prints the one sentence ``lessonlib.runtime.missing_reason``
 gives (why the package is absent here) instead of failing with a traceback.
+
+In the presenter (``make present``), which shows only the widgets, such cells do not run at all:
+they measure and print (the tiny model's live runs, the Triton kernel), no widget is built in
+one (tests/test_runtime.py checks every notebook), and skipping them opens the page in seconds.
 """
 import ast
 
@@ -18,7 +22,11 @@ def _requires(line, cell):
     if not names:
         raise ValueError("%%requires needs a package name: %%requires torch")
     for name in names:
-        reason = runtime.missing_reason(name)  # ValueError for a name that is not optional
+        runtime.missing_reason(name)  # ValueError for a name that is not optional
+    if runtime.in_presenter():
+        return None
+    for name in names:
+        reason = runtime.missing_reason(name)
         if reason is not None:
             print(reason)
             return None

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 __all__ = ["OPTIONAL", "PLATFORMS", "pinned_for", "platform_key", "left_out", "installed",
-           "missing_reason", "missing_cause", "expected_missing", "profile", "describe"]
+           "missing_reason", "missing_cause", "expected_missing", "profile", "describe",
+           "PRESENTER_ENV", "in_presenter"]
 
 OPTIONAL = ("torch", "triton")
 
@@ -37,6 +38,14 @@ PLATFORMS = {
 }
 _NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows"}
 _LEFT_OUT_FILE = "lessonlib-without.txt"
+# Set to 1 by scripts/present.py (make present) for Voila's kernel: the presenter shows only the
+# widgets, so it skips what only the notebook's text and printed outputs need.
+PRESENTER_ENV = "LESSONLIB_PRESENTER"
+
+
+def in_presenter():
+    """True in the kernel of the presenter (make present), where only widgets are shown."""
+    return os.environ.get(PRESENTER_ENV) == "1"
 
 
 # This module stays stdlib-only (scripts/check_pins.py imports it with no environment), so it

@@ -57,8 +57,11 @@ def voila_command(notebook, port, token):
 
 
 def voila_env(base=None):
-    """The environment for Voila and its kernel: the presenter template and matplotlibrc."""
+    """The environment for Voila and its kernel: the presenter template and matplotlibrc, and
+    lessonlib.runtime.PRESENTER_ENV (only widgets are shown: %%requires cells and the static
+    pictures before the widgets are skipped)."""
     env = dict(os.environ if base is None else base)
+    env["LESSONLIB_PRESENTER"] = "1"
     env["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(PRESENTER), env.get("JUPYTER_PATH"))
                                           if p)
     env["MATPLOTLIBRC"] = str(PRESENTER / "matplotlibrc")

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from _support import ROOT
@@ -113,6 +114,40 @@ def test_requires_magic_runs_the_cell_or_says_why(monkeypatch, capsys):
     with pytest.raises(ZeroDivisionError):  # an error in the cell is the cell's error
         monkeypatch.setattr(runtime, "missing_reason", lambda p: None)
         shell.run_cell_magic("requires", "torch", "1 / 0")
+
+
+def test_requires_cells_do_not_run_in_the_presenter(monkeypatch, capsys):
+    shell = _shell()
+    capsys.readouterr()  # (IPython's note when the extension is already loaded)
+    monkeypatch.setattr(runtime, "missing_reason", lambda p: None)
+    monkeypatch.setenv(runtime.PRESENTER_ENV, "1")
+    assert runtime.in_presenter()
+    assert shell.run_cell_magic("requires", "torch", "p_ran = 1\np_ran") is None
+    assert "p_ran" not in shell.user_ns and capsys.readouterr().out == ""
+    monkeypatch.undo()
+    with pytest.raises(ValueError):  # a name that is not optional is still an error there
+        monkeypatch.setenv(runtime.PRESENTER_ENV, "1")
+        shell.run_cell_magic("requires", "numpy", "1")
+
+
+def test_the_presenter_sets_its_flag_and_loses_no_widget_by_skipping_requires_cells():
+    """make present skips %%requires cells: none of them builds a widget in any notebook."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("present", Path(ROOT) / "scripts" / "present.py")
+    present = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(present)
+    assert present.voila_env({})[runtime.PRESENTER_ENV] == "1"
+    widget = "application/vnd.jupyter.widget-view+json"
+    cells = 0
+    for path in sorted((Path(ROOT) / "notebooks").glob("[0-9]*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and requires_of(source):
+                cells += 1
+                assert not any(widget in o.get("data", {}) for o in cell.get("outputs", [])), \
+                    f"{path.name}: a %%requires cell builds a widget the presenter would lose"
+                assert "widgets." not in source, f"{path.name}: a %%requires cell uses widgets"
+    assert cells >= 2
 
 
 def test_nbval_plugin_reads_the_first_line():

@@ -5,6 +5,7 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
+from lessonlib import runtime
 from lessonlib.widgets import _base, rope, windows
 
 
@@ -102,12 +103,21 @@ def test_display_puts_a_picture_before_the_live_widget():
     assert base64.b64decode(shown[0]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "run the notebook" in shown[0]["text/plain"]
     assert "application/vnd.jupyter.widget-view+json" in shown[1]
+    assert shown[1]["text/plain"] == _base.LIVE_TEXT  # not the VBox's repr
     box = w.ui
     assert _base.EXPLORER_CLASS in box._dom_classes
     helper = box.children[-1]
     assert isinstance(helper, _base.PageHelper)
     assert f".{_base.EXPLORER_CLASS}" in helper._css and "display: none" in helper._css
     assert 'data-smallest-text-px="' in helper.info
+    shown.clear()  # the presenter shows only widgets: the picture is not drawn there
+    import os
+    os.environ[runtime.PRESENTER_ENV] = "1"
+    try:
+        w._ipython_display_()
+    finally:
+        del os.environ[runtime.PRESENTER_ENV]
+    assert len(shown) == 1 and "application/vnd.jupyter.widget-view+json" in shown[0]
 
 
 def test_a_control_without_effect_is_disabled():
@@ -130,3 +140,69 @@ def test_checkbox_label_is_not_indented_and_takes_its_width():
     assert box.indent is False and box.layout.width == "auto" and box.value is True
     with pytest.raises(ValueError, match="learned sink must be True or False"):
         _base.checkbox("learned sink", "yes")
+
+
+def _decode(png):
+    from PIL import Image
+    import io
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_fast_frames_send_the_same_pixels_as_matplotlibs_encoder():
+    """fast_frames only changes zlib's level: the same full frame, the same diff frames (the
+    changed pixels, the rest transparent), the same full/diff modes, on an ipympl canvas."""
+    import matplotlib.figure
+    from ipympl.backend_nbagg import Canvas
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_webagg_core import FigureCanvasWebAggCore
+
+    def frames(fast):
+        fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50)
+        canvas = Canvas(fig)
+        if fast:
+            _base.fast_frames(canvas)
+        ax = fig.add_subplot()
+        line, = ax.plot([0, 1, 2], [0, 1, 0])
+        out = []
+        for y in (1, 3, 2):
+            line.set_ydata([0, y, 0])
+            FigureCanvasAgg.draw(canvas)  # render only (no manager sends it here)
+            canvas._png_is_old = True
+            png = canvas.get_diff_image() if fast else \
+                FigureCanvasWebAggCore.get_diff_image(canvas)
+            out.append((canvas._current_image_mode, _decode(png), len(png)))
+        canvas._png_is_old = False
+        assert canvas.get_diff_image() is None  # nothing new: nothing sent
+        return out
+
+    slow, fast = frames(False), frames(True)
+    assert [m for m, _, _ in fast] == [m for m, _, _ in slow] == ["full", "diff", "diff"]
+    for (_, a, _), (_, b, _) in zip(slow, fast):
+        np.testing.assert_array_equal(a, b)
+    assert fast[1][1][..., 3].min() == 0 < fast[1][1][..., 3].max()  # a diff: some unchanged
+
+
+def test_fast_frames_leaves_a_canvas_that_sends_no_frames_alone():
+    import matplotlib.figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(matplotlib.figure.Figure())
+    _base.fast_frames(canvas)
+    assert "get_diff_image" not in vars(canvas)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (37, 91)])
+def test_png_rgba_decodes_to_its_pixels(shape):
+    rgba = np.random.default_rng(sum(shape)).integers(0, 256, (*shape, 4), dtype=np.uint8)
+    np.testing.assert_array_equal(_decode(_base.png_rgba(rgba)), rgba)
+
+
+def test_rehearse_draws_elsewhere_and_comes_back_without_moving_a_control():
+    w = windows.window_explorer()
+    values, readout = w.values, w.readout
+    moved = []
+    for c in w.controls.values():
+        c.observe(lambda change: moved.append(change), names="value")
+    w.rehearse(window=w.controls["window"].max)
+    assert w.values == values and w.readout == readout and not moved
+    with pytest.raises(ValueError, match="no control named"):
+        w.rehearse(windw=16)

@@ -22,3 +22,33 @@ def series_styles(colours):
 
 
 STYLES = series_styles(["blue", "vermillion", "green", "purple", "orange", "black"])
+
+
+# ------------------------------------------------------------------ text on a coloured cell
+# WCAG 2 contrast: a label drawn on a heatmap's cell is black or white, whichever contrasts
+# more with the cell's colour; either choice reaches at least 4.58:1 (AA asks 4.5:1 for text).
+
+def relative_luminance(colour):
+    """WCAG 2 relative luminance (0 black .. 1 white) of a matplotlib colour."""
+    from matplotlib.colors import to_rgb
+
+    def linear(c):
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in to_rgb(colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast_ratio(foreground, background):
+    """WCAG 2 contrast ratio of two colours, 1 (none) .. 21 (black on white)."""
+    hi, lo = sorted((relative_luminance(foreground), relative_luminance(background)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def text_colour_on(background):
+    """Black or white: the text colour that contrasts more with ``background``."""
+    black, white = contrast_ratio("black", background), contrast_ratio("white", background)
+    return "black" if black >= white else "white"
+
+
+__all__ += ["relative_luminance", "contrast_ratio", "text_colour_on"]

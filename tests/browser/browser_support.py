@@ -272,6 +272,16 @@ class Move:
     strips: list  # per vertical strip of the figure (left to right): did its pixels change
 
 
+# A canvas with a frame painted: sized, and some sampled pixel neither transparent nor white.
+_DRAWN = """(c) => {
+  if (!(c.width > 0 && c.height > 0)) return false;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  for (let i = 0; i < d.length; i += 4 * 61)
+    if (d[i + 3] > 0 && (d[i] < 240 || d[i + 1] < 240 || d[i + 2] < 240)) return true;
+  return false;
+}"""
+
+
 class Explorer:
     """A lessonlib widget (``lessonlib.widgets._base.Explorer``) on a page, found by one of its
     sliders: the sliders in a row, the ipympl figure, the readout under it."""
@@ -323,10 +333,11 @@ class Explorer:
              !s.classList.contains('mod-disabled') && !s.querySelector('[disabled]')])""")
 
     def wait_for_figure(self, timeout_ms=20_000):
-        """Wait until ipympl has drawn the figure: its canvas gets the figure's size."""
+        """Wait until ipympl has drawn the figure: its canvas has the figure's size and pixels
+        that are not blank (a canvas is sized before its first frame is painted)."""
         try:
-            self.page.wait_for_function("(c) => c.width > 0 && c.height > 0",
-                                        arg=self.canvas.element_handle(), timeout=timeout_ms)
+            self.page.wait_for_function(_DRAWN, arg=self.canvas.element_handle(),
+                                        timeout=timeout_ms, polling=100)
         except PlaywrightTimeoutError:
             size = self.canvas.evaluate("(c) => `${c.width} x ${c.height}`")
             errors = getattr(self.page, "console_errors", [])

@@ -189,6 +189,11 @@ def test_notebook_in_the_presenter(page, presenter_server, screenshots, name):
         if f["box_height"] > PROJECTOR["height"] or f["box_width"] > PROJECTOR["width"]:
             failures.append(f"widget {k} is {f['box_width']:.0f} x {f['box_height']:.0f} px: "
                             f"more than one {PROJECTOR['width']} x {PROJECTOR['height']} screen")
+        if explorer.box.evaluate("""(b) => [...b.querySelectorAll(
+                '.jupyter-matplotlib-canvas-div canvas')].slice(1)
+                .some(c => getComputedStyle(c).display !== 'none')"""):
+            failures.append(f"widget {k}: ipympl's overlay canvas (a resize handle that "
+                            f"does nothing here) is shown")
         if "mono" not in r["font"].lower():
             failures.append(f"widget {k}: readout font {r['font']!r} is not monospace")
         if r["word_break"] not in ("normal", "keep-all") or r["wrap"] not in ("normal",):
