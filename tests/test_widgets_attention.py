@@ -104,10 +104,43 @@ def test_online_softmax_explorer_sink():
     assert "no sink" in w.readout and len(w.artists["plane"]["sink"].get_data()[0]) == 0
 
 
+def test_sink_logit_is_disabled_while_the_sink_is_off():
+    """A slider that would change nothing is disabled (the browser tests press every enabled
+    slider and expect the figure to change); ticking the box enables it."""
+    w = W.online_softmax_explorer()
+    assert w.values["sink"] is False and w.controls["sink_logit"].disabled
+    assert not w.controls["keys"].disabled
+    w.controls["sink"].value = True
+    assert not w.controls["sink_logit"].disabled
+    before = w.readout
+    w.controls["sink_logit"].value = 6.0
+    assert w.readout != before and "sink logit 6:" in w.readout
+    w.controls["sink"].value = False
+    assert w.controls["sink_logit"].disabled
+
+
+def test_softmax_readout_keeps_four_lines():
+    """The readout's height never changes (the presenter fits the figure into what it leaves)."""
+    w = W.online_softmax_explorer()
+    heights = set()
+    for sink in (False, True):
+        w.controls["sink"].value = sink
+        for keys in range(1, 7):
+            w.controls["keys"].value = keys
+            heights.add(len(w.readout.splitlines()))
+    assert heights == {4}
+
+
 # ------------------------------------------------------------------ notebook 03
 
+def _path_area(path):
+    """The area of a compound path of rectangles (tile_rectangles' outlines, each closed)."""
+    v = path.vertices.reshape(-1, 6, 2)
+    return float(np.sum(np.abs((v[:, 2, 0] - v[:, 0, 0]) * (v[:, 2, 1] - v[:, 0, 1]))))
+
+
 def test_block_map_agrees_with_the_mask_and_key_blocks():
-    for n, b in [(256, 64), (300, 64), (200, 48)]:
+    for n, b in [(256, 64), (300, 64), (200, 48), (64, 16), (2048, 512), (100, 7)]:
         codes = W.block_map(n, b, causal=True)
         t = -(-n // b)
         assert codes.shape == (t, t)
@@ -131,9 +164,12 @@ def test_tiled_explorer_block_slider():
     tiled = tiled_traffic(512, 128, 128, causal=True)
     assert f"naive {naive:,}, tiled {tiled.total:,}" in w.readout
     assert f"ratio naive / tiled = {naive / tiled.total:.2f}; estimate 2B/d = 2.00" in w.readout
-    assert "10 tiles computed (4 of them need the mask), 6 skipped (37.5%)" in w.readout
-    image = w.artists["map"]
-    np.testing.assert_array_equal(image.get_array(), W.block_map(512, 128, causal=True))
+    assert "10 of 16 tiles computed (4 of them need the mask), 6 skipped (37.5%)" in w.readout
+    np.testing.assert_array_equal(w.data["codes"], W.block_map(512, 128, causal=True))
+    # each kind of tile is one patch whose area is its tiles' share of the n x n square
+    for code, patch in w.artists["map"]["tiles"].items():
+        assert _path_area(patch.get_path()) == pytest.approx(
+            (w.data["codes"] == code).sum() / 16)
     markers = w.artists["ratio"]["markers"]
     assert list(markers["causal"].get_data()[1]) == [pytest.approx(naive / tiled.total)]
     assert "4 x 4 tiles" in w.axes[0].get_title()
@@ -144,8 +180,10 @@ def test_tiled_explorer_small_blocks_lose_and_ceil_shows():
     w.controls["causal"].value = False
     w.controls["n"].value = 960
     w.controls["block"].value = 256
-    assert "ceil(n / B) = 4 query blocks" in w.readout and "last block holds 192 rows" in w.readout
-    assert "0 skipped" in w.readout
+    assert "ceil(n / B) = 4 query blocks (the last holds 192 rows) x 4 key blocks" in w.readout
+    assert "no mask: 16 of 16 tiles computed" in w.readout and "0 skipped" in w.readout
+    # the last block is 192 of 960 tokens: the full tiles cover the whole square
+    assert _path_area(w.artists["map"]["tiles"][P.BLOCK_FULL].get_path()) == pytest.approx(1.0)
     w.controls["block"].value = 16
     assert "tiling moves MORE floats than naive" in w.readout
     lines = w.artists["ratio"]["lines"]
@@ -175,6 +213,210 @@ def test_widgets_keep_their_layout_and_limits():
                 y = y[np.isfinite(y) & (y > 0)]
                 if y.size and ax.get_yscale() == "log":
                     assert lo <= y.min() and y.max() <= hi
+
+
+# ------------------------------------------------------------------ what people see
+# Each figure fits JupyterLab's output area beside the file browser (about 930 px at 100 dpi)
+# unscaled, keeps its smallest type at 9 pt, puts its keys beside or above the data (never on
+# it), and prints readout lines that fit a laptop and a projector at every slider setting.
+
+FACTORIES = [W.memory_explorer, W.online_softmax_explorer, W.tiled_explorer]
+
+
+def _extremes(w):
+    """Every control at each end of its range, one at a time and all together."""
+    settings = []
+    for name, c in w.controls.items():
+        if hasattr(c, "options"):
+            ends = [c.options[0], c.options[-1]]
+            ends = [e[1] if isinstance(e, tuple) else e for e in ends]
+        elif hasattr(c, "min"):
+            ends = [c.min, c.max]
+        else:
+            ends = [False, True]
+        settings.append((name, ends))
+    return settings
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_figure_fits_the_laptop_and_its_type_stays_readable(factory):
+    w = factory()
+    width, height = w.fig.get_size_inches()
+    assert width * 100 <= 930 and width == W.FIGURE_WIDTH  # 920 px: not scaled on a laptop
+    assert height <= 3.8  # the presenter (130 dpi) has ~500 px under controls and readout
+    assert w.smallest_text_px() >= 9 * w.fig.dpi / 72 - 1e-9
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_readout_lines_fit_at_every_extreme(factory):
+    w = factory()
+    for _ in _each_extreme(w):
+        longest = max(w.readout.splitlines(), key=len)
+        assert len(longest) <= W.READOUT_WIDTH, longest
+
+
+def _each_extreme(w):
+    """Every control at each end of its range (a disabled one stays), one after another."""
+    for name, ends in _extremes(w):
+        for v in ends:
+            if not w.controls[name].disabled:
+                w.controls[name].value = v
+            yield name, v
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_legends_sit_off_the_data(factory):
+    """Every key is a figure legend (drawn once, in the blitted background) outside the
+    plotting area of its axes, at every extreme of the controls."""
+    w = factory()
+    assert all(ax.get_legend() is None for ax in w.fig.axes)
+    assert len(w.fig.legends) == 2
+    renderer = w.fig.canvas.get_renderer()
+    for name, v in _each_extreme(w):
+        w.fig.canvas.draw()
+        for legend in w.fig.legends:
+            box = legend.get_window_extent(renderer)
+            for ax in w.fig.axes:
+                assert not box.overlaps(ax.get_window_extent(renderer)), (
+                    f"{factory.__name__}: a legend on the axes at {name} = {v}")
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_text_contrasts_with_the_background(factory):
+    """All the figure's text is on white: WCAG AA asks 4.5:1."""
+    from matplotlib.text import Text
+    from lessonlib.plots._style import contrast_ratio
+    w = factory()
+    assert contrast_ratio(w.fig.get_facecolor(), "white") == pytest.approx(1.0)
+    for t in w.fig.findobj(Text):
+        if t.get_visible() and t.get_text().strip():
+            assert contrast_ratio(t.get_color(), "white") >= 4.5, t.get_text()
+
+
+def test_checkbox_labels_show_in_full():
+    """Checkboxes made with lessonlib's checkbox(): no indent, as wide as their label."""
+    for w, name in [(W.online_softmax_explorer(), "sink"), (W.tiled_explorer(), "causal")]:
+        box = w.controls[name]
+        assert box.indent is False and box.layout.width == "auto", name
+
+
+def test_tile_map_keeps_its_ticks_and_labels_clear():
+    """The map's axes run over positions 0..n whatever B and n: its ticks never change, so its
+    y label never runs into them (it did at B = 16 or n = 2048), and redraws stay blitted."""
+    w = W.tiled_explorer()
+    ax = w.axes[0]
+    renderer = w.fig.canvas.get_renderer()
+    for block, n in [(16, 2048), (512, 64), (16, 64), (128, 1984)]:
+        w.controls["block"].value, w.controls["n"].value = block, n
+        assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (1.0, 0.0)
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "n"]
+        w.fig.canvas.draw()
+        label = ax.yaxis.label.get_window_extent(renderer)
+        for tick in ax.get_yticklabels():
+            assert not label.overlaps(tick.get_window_extent(renderer))
+
+
+def test_break_even_label_stays_off_the_curves():
+    w = W.tiled_explorer()
+    ax = w.axes[1]
+    label = w.artists["ratio"]["break_even_label"]
+    renderer = w.fig.canvas.get_renderer()
+    for n in range(64, 2049, 64):
+        w.controls["n"].value = n
+        w.fig.canvas.draw()
+        box = label.get_window_extent(renderer)
+        for line in w.artists["ratio"]["lines"].values():
+            x, y = (np.asarray(a, dtype=float) for a in line.get_data())
+            xs = np.exp(np.linspace(np.log(x[0]), np.log(x[-1]), 400))  # along the log axis
+            ys = np.exp(np.interp(np.log(xs), np.log(x), np.log(y)))
+            pts = ax.transData.transform(np.column_stack([xs, ys]))
+            assert not any(box.contains(px, py) for px, py in pts), (n, line.get_label())
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_a_slider_step_redraws_only_what_changes(factory):
+    """After the first moves, a step neither relays out nor rebuilds the background (the
+    blitted path: ticks, limits and legends stay), so the Python side of a step stays cheap."""
+    w = factory()
+    name = next(k for k, c in w.controls.items() if hasattr(c, "min") or hasattr(c, "options"))
+    c = w.controls[name]
+    values = list(c.options) if hasattr(c, "options") else list(range(c.min, c.max + 1, c.step))
+    values = [v[1] if isinstance(v, tuple) else v for v in values][:4]
+    for v in values:  # the first moves find which texts change (titles)
+        c.value = v
+    background = w._background
+    for v in reversed(values):
+        c.value = v
+    assert w._background is background
+
+
+@pytest.mark.parametrize("factory, name, values", [
+    (W.memory_explorer, "n", [1024, 131072, 8192]),
+    (W.memory_explorer, "heads", [4, 128, 40]),
+    (W.online_softmax_explorer, "keys", [1, 3, 6]),
+    (W.online_softmax_explorer, "sink", [True, False]),
+    (W.tiled_explorer, "block", [16, 512, 128]),
+    (W.tiled_explorer, "n", [2048, 64, 300]),
+    (W.tiled_explorer, "causal", [False, True]),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_blitted_frames_equal_full_redraws(factory, name, values):
+    """What a slider step draws on the cached background is what a full redraw draws."""
+    w = factory()
+    frames = [np.asarray(w.fig.canvas.buffer_rgba()).copy()]
+    for v in values:
+        w.controls[name].value = v
+        blitted = np.asarray(w.fig.canvas.buffer_rgba()).copy()
+        w.fig.canvas.draw()
+        full = np.asarray(w.fig.canvas.buffer_rgba()).copy()
+        assert (blitted != full).any(axis=-1).mean() < 0.0005, (name, v)
+        frames.append(full)
+    # each step changed the figure
+    assert all((a != b).any(axis=-1).mean() > 0.0005 for a, b in zip(frames, frames[1:]))
+
+
+@pytest.mark.parametrize("factory", FACTORIES, ids=lambda f: f.__name__)
+def test_ticks_are_fixed_once_laid_out(factory):
+    """Axis limits never move in these widgets, so their ticks are kept as first drawn (a
+    blitted step does not recompute them): fixed locators, and the labels a full draw shows."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+    w = factory()
+    labels = {id(ax): ([t.get_text() for t in ax.get_xticklabels()],
+                       [t.get_text() for t in ax.get_yticklabels()]) for ax in w.fig.axes}
+    for _ in _each_extreme(w):
+        pass
+    w.fig.canvas.draw()
+    for ax in w.fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            assert isinstance(axis.get_major_locator(), FixedLocator)
+            assert isinstance(axis.get_major_formatter(), FixedFormatter)
+        assert ([t.get_text() for t in ax.get_xticklabels()],
+                [t.get_text() for t in ax.get_yticklabels()]) == labels[id(ax)]
+
+
+def test_tokens_slider_reaches_the_exercise_lengths():
+    """Exercise 2 asks about n = 300 and the notebook says to type it: 300 lies on the slider's
+    steps (a typed value off them would snap to the nearest step), and the skipped tiles the
+    widget then draws are the ones the exercise's check accepts."""
+    from lessonlib.checks import attention as checks
+    w = W.tiled_explorer()
+    c = w.controls["n"]
+    for n in (300, 960, 2048, 64):
+        assert c.min <= n <= c.max and (n - c.min) % c.step == 0, n
+    assert c.step <= 4  # an arrow key moves a few tokens, not a whole block
+    w.controls["block"].value = 64
+    w.controls["n"].value = 300
+    assert "5 query blocks (the last holds 44 rows) x 5 key blocks" in w.readout
+    skipped = {(int(i), int(j)) for i, j in zip(*np.nonzero(w.data["codes"] == P.BLOCK_SKIPPED))}
+    verdict = checks.causal_skipped_blocks(skipped)
+    assert verdict.ok is True, verdict
+
+
+def test_one_block_reads_as_one():
+    w = W.tiled_explorer()
+    w.controls["block"].value = 512
+    w.controls["n"].value = 300
+    assert "ceil(n / B) = 1 query block x 1 key block" in w.readout
+    assert "the last holds" not in w.readout
 
 
 # ------------------------------------------------------------------ bad inputs

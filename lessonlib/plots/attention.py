@@ -4,26 +4,42 @@ Matplotlib only, no computation beyond formatting. Each ``draw_*`` returns the a
 updates in place; the matching ``update_*`` sets new data on them (no figure rebuild).
 Colours are the Okabe-Ito palette (colour-blind safe) and every series also differs by line
 style or marker, so the figures stay readable printed in grey.
+
+Legends never sit on the data: a panel's key is a header above its axes, under the panel's
+title (``legend_header``), or a column beside them. Labels that never move (the value vectors'
+names, "break-even") are figure texts placed in data coordinates, and after a widget has frozen
+its layout ``legends_to_figure`` makes each legend a figure legend at the same place: a
+blitted redraw (``lessonlib.widgets._base.Explorer``) then leaves all of them in the cached
+background instead of drawing them again on every slider step (a legend costs about 25 ms).
 """
 import numpy as np
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.collections import LineCollection
+from matplotlib.patches import Patch, PathPatch
+from matplotlib.path import Path
+from matplotlib.ticker import (FixedFormatter, FixedLocator, FuncFormatter, LogLocator,
+                               NullLocator)
+from matplotlib.transforms import offset_copy
 
 from ._style import PALETTE, STYLES
 
 __all__ = [
-    "PALETTE", "STYLES", "fit_log_ylim", "draw_curves", "update_curves", "draw_memory_curves",
-    "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms", "draw_value_plane",
-    "update_value_plane", "draw_block_map", "update_block_map", "draw_ratio_curves",
-    "update_ratio_curves", "BLOCK_SKIPPED", "BLOCK_MASKED", "BLOCK_FULL",
+    "PALETTE", "STYLES", "LEGEND_FONTSIZE", "NOTE_FONTSIZE", "fit_log_ylim", "legend_header",
+    "legend_beside", "legends_to_figure", "fix_ticks", "draw_curves", "update_curves",
+    "draw_memory_curves", "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms",
+    "draw_value_plane", "update_value_plane", "tile_rectangles", "draw_block_map",
+    "update_block_map", "draw_ratio_curves", "update_ratio_curves", "BLOCK_SKIPPED",
+    "BLOCK_MASKED", "BLOCK_FULL", "BLOCK_COLOURS",
 ]
 
+# The smallest type in these figures (legend entries, notes on the data), in points: 12.5 px at
+# the laptop's 100 dpi, 16 px at the presenter's 130 dpi before the page scales the figure.
+LEGEND_FONTSIZE = 9
+NOTE_FONTSIZE = 9
 
 # Block-map codes (notebook 03): a tile the kernel skips, one it computes with a mask, one it
 # computes without a mask.
 BLOCK_SKIPPED, BLOCK_MASKED, BLOCK_FULL = 0, 1, 2
-_BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
+BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
 _BLOCK_LABELS = ["skipped", "masked", "full"]
 
 
@@ -53,11 +69,93 @@ def fit_log_ylim(ax, curves):
         ax.set_ylim(ys.min() / 3, ys.max() * 3)
 
 
-def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_tokens):
+# ------------------------------------------------------------------ legends off the data
+
+def _legend(ax, handles, labels, **kw):
+    """An axes legend that remembers how it was made (``legends_to_figure`` remakes it)."""
+    kw = dict(fontsize=LEGEND_FONTSIZE, **kw)
+    legend = ax.legend(handles, labels, **kw)
+    legend.lessonlib_spec = dict(handles=list(handles), labels=list(labels), kw=kw)
+    return legend
+
+
+def legend_header(ax, title, handles=None, labels=None, *, ncols=None):
+    """The panel's title with its key under it, both above the axes: nothing covers the data.
+
+    The title is the legend's title (a constrained layout then leaves room for both); it is
+    also the axes' label (``ax.get_label()``), and ``ax.get_title()`` stays empty.
+    """
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    ax.set_label(title)
+    return _legend(ax, handles, labels, title=title, title_fontsize="large",
+                   loc="lower center", bbox_to_anchor=(0.5, 1.0), borderaxespad=0.3,
+                   ncols=ncols or len(handles), frameon=False, columnspacing=1.2,
+                   handlelength=2.4)
+
+
+def legend_beside(ax, handles=None, labels=None):
+    """The key in a column to the right of the axes (outside them)."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    return _legend(ax, handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                   borderaxespad=0.0, frameon=False)
+
+
+def legends_to_figure(fig):
+    """Remake each legend drawn here as a figure legend at the same place; returns them.
+
+    Call it once the layout is frozen (``lessonlib.widgets._base.freeze_layout``): the legend
+    is then part of the figure's background, which a blitted redraw restores instead of
+    drawing the legend again.
+    """
+    moved = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        spec = getattr(legend, "lessonlib_spec", None)
+        if spec is None:
+            continue
+        legend.remove()
+        new = fig.legend(spec["handles"], spec["labels"], bbox_transform=ax.transAxes,
+                         **spec["kw"])
+        new.lessonlib_spec = dict(spec, axes=ax)
+        moved.append(new)
+    return moved
+
+
+def fix_ticks(fig):
+    """Keep every axis's ticks and tick labels as they are drawn now; returns the figure.
+
+    For a widget whose axis limits never move: a tick locator and formatter otherwise
+    recompute the same ticks each time anything asks for them (a blitted redraw asks on every
+    slider step, about 5 ms an automatic axis). The labels keep their text, so the figure
+    looks the same.
+    """
+    fig.canvas.draw()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = axis.get_majorticklabels()  # the ticks in view, as drawn
+            ticks = [t.get_loc() for t in axis.get_major_ticks()[:len(labels)]]
+            axis.set_major_locator(FixedLocator(ticks))
+            axis.set_major_formatter(FixedFormatter([t.get_text() for t in labels]))
+            axis.set_minor_locator(FixedLocator(list(axis.get_minorticklocs())))
+    return fig
+
+
+def _note(ax, x, y, text, *, dx=0, dy=0, **kw):
+    """A fixed label at data point (x, y), offset by (dx, dy) points: a figure text (static)."""
+    where = offset_copy(ax.transData, fig=ax.figure, x=dx, y=dy, units="points")
+    return ax.figure.text(x, y, text, transform=where, fontsize=NOTE_FONTSIZE, **kw)
+
+
+# ------------------------------------------------------------------ curves (notebooks 01, 03)
+
+def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_tokens, ncols=2):
     """Curves over a log2 x axis (log y), each with a marker at ``marker_x`` and a cursor line.
 
-    ``curves`` maps a legend label to y values (same length as ``x``). Returns a dict with
-    ``lines`` and ``markers`` (label -> Line2D) and ``cursor`` (the vertical line).
+    ``curves`` maps a legend label to y values (same length as ``x``); the title and the key
+    (``ncols`` columns) sit above the axes. Returns a dict with ``lines`` and ``markers``
+    (label -> Line2D) and ``cursor`` (the vertical line).
     """
     x = np.asarray(x, dtype=float)
     lines, markers = {}, {}
@@ -76,9 +174,8 @@ def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_t
     fit_log_ylim(ax, curves.values())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    legend_header(ax, title, list(lines.values()), list(lines), ncols=min(ncols, len(lines)))
     return {"lines": lines, "markers": markers, "cursor": cursor}
 
 
@@ -100,12 +197,10 @@ def draw_memory_curves(ax, lengths, curves_gib, *, marker_n,
                        title="Memory: S grows as n², the KV cache as n"):
     """Notebook 01: memory (GiB, log) against context length (tokens, log2)."""
     return draw_curves(ax, lengths, curves_gib, marker_x=marker_n,
-                       xlabel="context n (tokens)", ylabel="memory (GiB)",
-                       title=title)
+                       xlabel="context n (tokens)", ylabel="memory (GiB)", title=title)
 
 
-def draw_flop_curves(ax, lengths, curves_tflop, *, marker_n,
-                     title="Prefill compute"):
+def draw_flop_curves(ax, lengths, curves_tflop, *, marker_n, title="Prefill compute"):
     """Notebook 01: prefill FLOPs (TFLOP, log) against context length (tokens, log2)."""
     return draw_curves(ax, lengths, curves_tflop, marker_x=marker_n,
                        xlabel="context n (tokens)", ylabel="compute (TFLOP)", title=title)
@@ -118,8 +213,8 @@ def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
     """Bars of exp(x_j - m) for the keys read so far (their sum is s); unread keys are empty.
 
     ``labels`` name the bars (keys, then the sink if any); ``seen`` is a bool per bar;
-    ``sink_index`` marks the sink's bar (hatched: it has no value vector). Returns the
-    BarContainer.
+    ``sink_index`` marks the sink's bar (hatched: it has no value vector). Every term is at
+    most 1 (m is the maximum), under the dotted line. Returns the BarContainer.
     """
     bars = ax.bar(np.arange(len(labels)), np.zeros(len(labels)), color=PALETTE["blue"],
                   edgecolor="black", linewidth=1)
@@ -128,13 +223,12 @@ def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
     ax.axhline(1.0, color=PALETTE["grey"], linestyle=":", linewidth=1)
     ax.set_xlabel("key j (score x_j)")
     ax.set_ylabel("exp(x_j − m)")
-    ax.set_title(title)
-    ax.legend(handles=[Patch(facecolor=PALETTE["blue"], edgecolor="black", label="read"),
-                       Patch(facecolor="white", edgecolor=PALETTE["grey"], linestyle="--",
-                             label="not read"),
-                       Patch(facecolor=PALETTE["orange"], edgecolor="black", hatch="//",
-                             label="sink")],
-              loc="upper left", fontsize=8)
+    key = [Patch(facecolor=PALETTE["blue"], edgecolor="black", label="read"),
+           Patch(facecolor="white", edgecolor=PALETTE["grey"], linestyle="--", label="not read")]
+    if sink_index is not None:
+        key.append(Patch(facecolor=PALETTE["orange"], edgecolor="black", hatch="//",
+                         label="sink"))
+    legend_header(ax, title, key, [p.get_label() for p in key])
     update_softmax_terms(bars, terms, seen=seen, sink_index=sink_index)
     return bars
 
@@ -160,13 +254,13 @@ def draw_value_plane(ax, values, path, *, sink_output=None,
     """The 2-D value vectors v_j, the running output after each key, and the sink's output.
 
     ``values`` (n, 2); ``path`` (k, 2) outputs acc/s after keys 0..k-1; ``sink_output`` (2,)
-    or None. Returns a dict of artists: ``values``, ``path``, ``current``, ``sink``.
+    or None. The key is a column beside the axes. Returns a dict of artists: ``values``,
+    ``path``, ``current``, ``sink``, ``labels`` (the names v0, v1, ..., figure texts).
     """
     values = np.asarray(values, dtype=float)
     pts = ax.scatter(values[:, 0], values[:, 1], s=60, marker="s", color=PALETTE["grey"],
                      edgecolor="black", zorder=2, label="v_j")
-    for j, (a, b) in enumerate(values):
-        ax.annotate(f"v{j}", (a, b), textcoords="offset points", xytext=(6, 4), fontsize=9)
+    names = [_note(ax, a, b, f"v{j}", dx=6, dy=4) for j, (a, b) in enumerate(values)]
     line, = ax.plot([], [], color=PALETTE["blue"], linestyle="-", marker="o", markersize=4,
                     linewidth=1.5, zorder=3, label="after each key")
     current, = ax.plot([], [], linestyle="none", marker="o", markersize=11,
@@ -184,8 +278,8 @@ def draw_value_plane(ax, values, path, *, sink_output=None,
     ax.set_ylabel("value dim 1")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
-    artists = {"values": pts, "path": line, "current": current, "sink": sink}
+    legend_beside(ax)
+    artists = {"values": pts, "path": line, "current": current, "sink": sink, "labels": names}
     update_value_plane(artists, path, sink_output=sink_output)
     return artists
 
@@ -203,43 +297,74 @@ def update_value_plane(artists, path, *, sink_output=None):
 
 # ------------------------------------------------------------------ notebook 03: tiles
 
+def tile_rectangles(codes, *, block, n):
+    """Runs of equal tiles along each row of ``codes`` as rectangles in fractions of n.
+
+    Returns (rects, code): rects (k, 5, 2) closed outlines (x = key position / n, y = query
+    position / n), and the code of each run. A last block shorter than B is drawn shorter.
+    """
+    codes = np.asarray(codes)
+    t = codes.shape[0]
+    edges = np.minimum(np.arange(t + 1) * block, n) / n
+    start = np.ones(codes.shape, dtype=bool)
+    start[:, 1:] = codes[:, 1:] != codes[:, :-1]
+    i, a = np.nonzero(start)  # each run: its row and its first column
+    b = np.append(a[1:], t)
+    b[np.append(i[1:] != i[:-1], True)] = t  # a row's last run ends at the row's end
+    x0, x1, y0, y1 = edges[a], edges[b], edges[i], edges[i + 1]
+    rects = np.stack([np.c_[x0, y0], np.c_[x1, y0], np.c_[x1, y1], np.c_[x0, y1],
+                      np.c_[x0, y0]], axis=1)
+    return rects, codes[i, a]
+
+
+_NO_PATH = Path(np.empty((0, 2)))  # no tile of this kind
+
+
 def draw_block_map(ax, codes, *, block, n, title=None):
     """The grid of (query block, key block) tiles coloured by what the kernel does with each.
 
-    ``codes`` (T, T) holds BLOCK_SKIPPED, BLOCK_MASKED or BLOCK_FULL. Returns the AxesImage.
+    ``codes`` (T, T) holds BLOCK_SKIPPED, BLOCK_MASKED or BLOCK_FULL. The axes run over token
+    positions as a fraction of n (0 to n, whatever n and B are: fixed ticks, fixed layout);
+    a tile covers B tokens, so a last, shorter block shows shorter. Each kind of tile is one
+    patch (its runs of tiles as one path: a few hundred rectangles at most, however many
+    tiles), and white lines separate the tiles while there are at most 32 per side. Returns a
+    dict: ``tiles`` (code -> PathPatch) and ``grid`` (the LineCollection of tile edges).
     """
-    image = ax.imshow(np.asarray(codes), cmap=ListedColormap(_BLOCK_COLOURS), vmin=-0.5,
-                      vmax=2.5, interpolation="nearest", origin="upper")
-    ax.set_xlabel("key block j")
-    ax.set_ylabel("query block i")
-    ax.legend(handles=[Patch(facecolor=c, edgecolor="black", label=lab)
-                       for c, lab in zip(_BLOCK_COLOURS, _BLOCK_LABELS)],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    update_block_map(ax, image, codes, block=block, n=n, title=title)
-    return image
+    tiles = {code: ax.add_patch(PathPatch(_NO_PATH, facecolor=colour, edgecolor="none",
+                                          linewidth=0))
+             for code, colour in enumerate(BLOCK_COLOURS)}
+    grid = LineCollection([], colors="white", linewidths=1.0, zorder=3)
+    ax.add_collection(grid)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(1.0, 0.0)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xticks([0.0, 1.0], ["0", "n"])
+    ax.set_yticks([0.0, 1.0], ["0", "n"])
+    ax.set_xlabel("key position →")
+    ax.set_ylabel("query position →")
+    legend_beside(ax, [Patch(facecolor=c, edgecolor="black") for c in BLOCK_COLOURS],
+                  _BLOCK_LABELS)
+    artists = {"tiles": tiles, "grid": grid}
+    update_block_map(ax, artists, codes, block=block, n=n, title=title)
+    return artists
 
 
-def update_block_map(ax, image, codes, *, block, n, title=None):
+def update_block_map(ax, artists, codes, *, block, n, title=None):
+    """New tiles (any T x T) for block size ``block`` and length ``n``; limits stay (0, 1)."""
     codes = np.asarray(codes)
     t = codes.shape[0]
-    image.set_data(codes)
-    image.set_extent((-0.5, codes.shape[1] - 0.5, t - 0.5, -0.5))
-    ax.set_xlim(-0.5, codes.shape[1] - 0.5)
-    ax.set_ylim(t - 0.5, -0.5)
-    step = max(1, t // 8)
-    ax.set_xticks(np.arange(0, codes.shape[1], step))
-    ax.set_yticks(np.arange(0, t, step))
-    # White lines between tiles while there are few enough to see.
-    ax.set_xticks(np.arange(-0.5, codes.shape[1]), minor=True)
-    ax.set_yticks(np.arange(-0.5, t), minor=True)
-    ax.tick_params(which="minor", length=0)
+    rects, kinds = tile_rectangles(codes, block=block, n=n)
+    for code, patch in artists["tiles"].items():
+        mine = rects[kinds == code]
+        patch.set_path(Path.make_compound_path_from_polys(mine) if len(mine) else _NO_PATH)
+    edges = np.arange(1, t) * block / n
     if t <= 32:
-        ax.grid(True, which="minor", color="white", linewidth=1.0)
+        artists["grid"].set_segments([[(e, 0.0), (e, 1.0)] for e in edges]
+                                     + [[(0.0, e), (1.0, e)] for e in edges])
     else:
-        ax.grid(False, which="minor")
-    ax.grid(False, which="major")
-    ax.set_title(title or f"{t} x {codes.shape[1]} tiles, B = {block}, n = {n}")
-    return image
+        artists["grid"].set_segments([])
+    ax.set_title(title or f"{t} x {t} tiles (B = {block})")
+    return artists
 
 
 def draw_ratio_curves(ax, blocks, curves, *, marker_block, d,
@@ -247,16 +372,15 @@ def draw_ratio_curves(ax, blocks, curves, *, marker_block, d,
     """Traffic ratio (naive floats / tiled floats, log) against block size B (log2).
 
     ``curves`` maps labels to ratios per block; a dashed line marks ratio 1 (tiling stops
-    paying below it). Returns the same dict as ``draw_curves`` plus ``break_even``.
+    paying below it), labelled under its right end, where every curve runs above it. Returns
+    the same dict as ``draw_curves`` plus ``break_even`` (the line) and ``break_even_label``.
     """
     artists = draw_curves(ax, blocks, curves, marker_x=marker_block,
                           xlabel="block size B", ylabel="naive / tiled floats", title=title,
-                          xformatter=lambda x, _pos=None: f"{x:g}")
+                          xformatter=lambda x, _pos=None: f"{x:g}", ncols=len(curves))
     artists["break_even"] = ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
-    ax.annotate("break-even", (blocks[0], 1.0),
-                textcoords="offset points", xytext=(2, 4), fontsize=8)
-    ax.get_legend().remove()
-    ax.legend(loc="upper left", fontsize=8)
+    artists["break_even_label"] = _note(ax, blocks[-1], 1.0, "break-even", dx=-2, dy=-3,
+                                        ha="right", va="top")
     return artists
 
 

@@ -4,22 +4,34 @@ Each factory computes with lessonlib (traffic, kv_cache, softmax, attention), dr
 ``lessonlib.plots.attention`` and returns an ``Explorer`` with three more attributes:
 ``axes``, ``artists`` (updated in place by every slider move) and ``data`` (what the last
 redraw computed, for tests and curious students). ``explorer.readout`` is the text a test reads.
+
+Each figure is 9.2 in wide (920 px in JupyterLab's output area beside the file browser, about
+930 px; 1,196 px at the presenter's 130 dpi): nothing is scaled down on a laptop. Keys and
+titles sit above or beside the axes, never on the data, and the smallest type is 9 pt. Readout
+lines stay under ``READOUT_WIDTH`` characters at every slider setting; what never changes is
+said in the notebook's prose instead.
 """
+from functools import lru_cache
+
 import ipywidgets as widgets
 import numpy as np
 
 from .. import _validate as check
-from ..attention import attention_mask, key_blocks
+from ..attention import key_blocks
 from ..kv_cache import kv_bytes_per_token
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace
 from ..traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
                        score_slice_bytes, tiled_traffic)
-from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, option,
-                    slider_int, slider_layout, slider_real)
+from ._base import (Explorer, checkbox, config_dict, freeze_layout, int_list, new_figure,
+                    option, slider_int, slider_layout, slider_real)
 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
-           "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS"]
+           "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS", "FIGURE_WIDTH",
+           "READOUT_WIDTH"]
+
+FIGURE_WIDTH = 9.2  # inches: 920 px at 100 dpi fits the laptop's ~930 px output area
+READOUT_WIDTH = 100  # characters: one line of the readout, laptop (~109) and presenter (~112)
 
 LLAMA3_8B_PARAMS = 8.03e9  # the Llama 3 8B shape's parameter count (config.json does not hold it)
 EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # notebook 02's six scores
@@ -48,23 +60,21 @@ def _memory_data(lengths, heads, cfg):
 
 
 def _memory_readout(n, heads, cfg, row, cost):
+    """Five lines, each what a slider changes (layers, FP32 scores and the KV cache's bytes per
+    token are fixed: the notebook says them)."""
     ub = cfg["n_ubatch"]
     q_dim = heads * cfg["head_dim"]
     crossover = cfg["params"] / (q_dim * cfg["layers"])  # 2 P n = 2 n^2 q_dim L
     return "\n".join([
-        f"n = {n:,} tokens, {heads} query heads x d = {cfg['head_dim']} "
-        f"(q_dim = {q_dim:,}), {cfg['layers']} layers, FP32 scores",
-        f"score matrix S, one layer:   {row.layer_bytes / GIB:12,.2f} GiB"
-        f"   (write+read S and P: {row.traffic_bytes / GIB:,.2f} GiB; "
-        f"all layers: {row.model_traffic_bytes / GIB:,.0f} GiB)",
-        f"-ub {ub} slice, one layer:    "
-        f"{score_slice_bytes(min(ub, n), n, heads=heads) / GIB:12,.3f} GiB",
-        f"decode row, one layer:       {score_slice_bytes(1, n, heads=heads) / MIB:12,.3f} MiB",
-        f"KV cache, all layers (F16):  {cost.kv_bytes / GIB:12,.2f} GiB"
-        f"   ({cfg['kv_bytes']:,} bytes/token, independent of the query heads)",
+        f"n = {n:,} tokens, {heads} query heads x d = {cfg['head_dim']} (q_dim = {q_dim:,})",
+        f"S, one layer: whole prompt {row.layer_bytes / GIB:,.2f} GiB, -ub {ub} slice "
+        f"{score_slice_bytes(min(ub, n), n, heads=heads) / GIB:,.3f} GiB, decode row "
+        f"{score_slice_bytes(1, n, heads=heads) / MIB:,.3f} MiB",
+        f"S and P written and read: {row.traffic_bytes / GIB:,.2f} GiB per layer; "
+        f"KV cache, all layers: {cost.kv_bytes / GIB:,.2f} GiB",
         f"prefill: weights {cost.weight_flops / 1e12:,.1f} TFLOP, attention "
-        f"{cost.attention_flops / 1e12:,.1f} TFLOP "
-        f"= {100 * cost.attention_share:.1f}% of the total",
+        f"{cost.attention_flops / 1e12:,.1f} TFLOP = {100 * cost.attention_share:.1f}% "
+        "of the total",
         f"attention overtakes the weights at n = params / (q_dim x layers) = {crossover:,.0f}",
     ])
 
@@ -94,7 +104,7 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
         "heads": widgets.IntSlider(value=slider_int("heads", heads, 4, 128), min=4, max=128, step=4,
                                    description="query heads", **slider_layout("330px")),
     }
-    fig, (ax_mem, ax_flop) = new_figure(figsize=(10, 4.2), ncols=2)
+    fig, (ax_mem, ax_flop) = new_figure(figsize=(FIGURE_WIDTH, 3.8), ncols=2)
     memory, flops, _, _ = _memory_data(lengths, controls["heads"].value, cfg)
     artists = {"memory": plots.draw_memory_curves(ax_mem, lengths, memory, marker_n=n),
                "flops": plots.draw_flop_curves(ax_flop, lengths, flops, marker_n=n)}
@@ -103,10 +113,13 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
     plots.fit_log_ylim(ax_mem, list(lo[0].values()) + list(hi[0].values()))
     plots.fit_log_ylim(ax_flop, list(lo[1].values()) + list(hi[1].values()))
     freeze_layout(fig)
+    plots.legends_to_figure(fig)
+    plots.fix_ticks(fig)  # limits stay: the same ticks every step
     state = {}
+    data = lru_cache(maxsize=None)(lambda heads: _memory_data(lengths, heads, cfg))
 
     def redraw(n, heads):
-        memory, flops, rows, costs = _memory_data(lengths, heads, cfg)
+        memory, flops, rows, costs = data(heads)
         plots.update_curves(ax_mem, artists["memory"], memory, marker_x=n, rescale=False)
         plots.update_curves(ax_flop, artists["flops"], flops, marker_x=n, rescale=False)
         i = lengths.index(n)
@@ -139,10 +152,16 @@ def _softmax_state(scores, values, k, sink_logit):
     return state
 
 
-def _softmax_readout(scores, k, st):
+def _vector(v, digits=6):
+    return f"({', '.join(f'{x:.{digits}f}' for x in v)})"
+
+
+def _softmax_readout(scores, k, st, sink_logit):
+    """Four lines whatever the controls: the state after key k-1, the rescale, the output(s),
+    and the sink (or its absence)."""
     last = st["trace"][-1]
-    out = st["path"][-1]
-    lines = [f"after key {k - 1} (x = {scores[k - 1]:g}): m = {last.m:g}, s = {last.s:.6f}"]
+    lines = [f"after key {k - 1} (x = {scores[k - 1]:g}): m = {last.m:g}, s = {last.s:.6f}, "
+             f"acc = {_vector(last.acc, 4)}"]
     if st["rescale"] is None:
         lines.append("first key: s starts from 0, so nothing to rescale")
     elif st["rescale"] < 1.0:
@@ -150,23 +169,30 @@ def _softmax_readout(scores, k, st):
                      f"{st['rescale']:.6f}")
     else:
         lines.append("the max did not change: the new term was simply added")
-    lines.append(f"acc = ({', '.join(f'{a:.4f}' for a in last.acc)}), output acc / s = "
-                 f"({', '.join(f'{o:.6f}' for o in out)})")
+    output = f"output acc / s = {_vector(st['path'][-1])}"
     if st["sink"] is not None:
         sk = st["sink"]
-        lines.append(f"with the sink: s = {sk['step'].s:.6f}, the sink takes "
-                     f"{100 * sk['share']:.1f}% of the weight, output = "
-                     f"({', '.join(f'{o:.6f}' for o in sk['output'])})")
+        lines.append(f"{output}; with the sink {_vector(sk['output'])}")
+        lines.append(f"sink logit {sink_logit:g}: s = {sk['step'].s:.6f} with it, and the sink "
+                     f"takes {100 * sk['share']:.1f}% of the weight")
     else:
+        lines.append(output)
         lines.append("no sink: the weights of the keys add up to 1")
     return "\n".join(lines)
+
+
+def _spaced(box):
+    """A checkbox set apart from the sliders around it (its label would read as theirs)."""
+    box.layout.margin = "0 24px 0 16px"
+    return box
 
 
 def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sink_logit=4.5):
     """Step through the one-pass rule key by key; switch a learned sink on and off.
 
     Left: the terms exp(x_j - m) that make up s (they shrink when the max rises). Right: the
-    running output acc / s among the 2-D value vectors, and where the sink pulls it.
+    running output acc / s among the 2-D value vectors, and where the sink pulls it. The sink
+    logit slider is disabled while the sink is off (it would change nothing).
     """
     scores = check.array("scores", scores, kind="real", ndim=1).astype(float)
     values = check.array("values", values, kind="real").astype(float)
@@ -179,17 +205,19 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
     controls = {
         "keys": widgets.IntSlider(value=n, min=1, max=n, description="keys read",
                                   **slider_layout("260px")),
-        "sink": widgets.Checkbox(value=False, description="learned sink",
-                                 layout=widgets.Layout(width="150px")),
+        "sink": _spaced(checkbox("learned sink", False)),
         "sink_logit": widgets.FloatSlider(value=sink_logit, min=-2.0, max=8.0, step=0.5,
                                           description="sink logit", **slider_layout("260px")),
     }
-    fig, (ax_terms, ax_plane) = new_figure(figsize=(10, 4.2), ncols=2)
+    fig, (ax_terms, ax_plane) = new_figure(figsize=(FIGURE_WIDTH, 3.8), ncols=2,
+                                           width_ratios=[1.35, 1.0])
     labels = [f"{j}\n({x:g})" for j, x in enumerate(scores)] + ["sink"]
     artists = {"terms": plots.draw_softmax_terms(ax_terms, labels, np.zeros(n + 1),
                                                  seen=[False] * (n + 1), sink_index=n),
                "plane": plots.draw_value_plane(ax_plane, values, values[:1])}
     freeze_layout(fig)
+    plots.legends_to_figure(fig)
+    plots.fix_ticks(fig)  # limits stay: the same ticks every step
     state = {}
 
     def redraw(keys, sink, sink_logit):
@@ -202,9 +230,10 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
                                  sink_output=st["sink"]["output"] if sink else None)
         state.clear()
         state.update(st, bar_heights=terms)
-        return _softmax_readout(scores, keys, st)
+        return _softmax_readout(scores, keys, st, sink_logit)
 
-    explorer = Explorer(controls, fig, redraw)
+    explorer = Explorer(controls, fig, redraw,
+                        disabled_when={"sink_logit": lambda values: not values["sink"]})
     explorer.axes, explorer.artists, explorer.data = (ax_terms, ax_plane), artists, state
     return explorer
 
@@ -215,43 +244,70 @@ def block_map(n, block, *, causal=True):
     """(T, T) codes per (query block, key block): skipped, computed with a mask, or full.
 
     "Visited" is the plan ``attention.key_blocks`` gives the tiled kernel; "full" means the
-    mask hides nothing inside the tile.
+    mask hides nothing inside the tile (under the causal mask: the tile's last key is at or
+    before its first query).
     """
     n, block = check.integer("n", n, minimum=1), check.integer("block", block, minimum=1)
-    causal = check.flag("causal", causal)
-    t = -(-n // block)
+    return _block_map(n, block, check.flag("causal", causal)).copy()
+
+
+@lru_cache(maxsize=1024)
+def _block_map(n, block, causal):
     starts = np.arange(0, n, block)
-    mask = attention_mask(n, n, causal=causal)  # (n, n)
-    all_visible = np.logical_and.reduceat(np.logical_and.reduceat(mask, starts, axis=0),
-                                          starts, axis=1)  # (T, T)
-    codes = np.full((t, t), plots.BLOCK_SKIPPED)
-    for i, i0 in enumerate(starts):
-        for j0 in key_blocks(i0, min(i0 + block, n), n, block, causal=causal):
-            codes[i, j0 // block] = plots.BLOCK_FULL if all_visible[i, j0 // block] \
-                else plots.BLOCK_MASKED
+    ends = np.minimum(starts + block, n)
+    # Under the causal mask (j <= p) every pair of a tile is visible when its least visible
+    # pair is: the tile's first query and its last key. tests check this against attention_mask.
+    if causal:
+        full = ends[None, :] - 1 <= starts[:, None]
+    else:
+        full = np.ones((len(starts), len(starts)), dtype=bool)
+    codes = np.full(full.shape, plots.BLOCK_SKIPPED, dtype=np.int8)  # 16 KiB at T = 128
+    for i, (i0, i1) in enumerate(zip(starts, ends)):
+        visited = np.array(key_blocks(int(i0), int(i1), n, block, causal=causal)) // block
+        codes[i, visited] = np.where(full[i, visited], plots.BLOCK_FULL, plots.BLOCK_MASKED)
+    codes.setflags(write=False)
     return codes
+
+
+@lru_cache(maxsize=4096)
+def _tiled(n, d, block, causal):
+    """``tiled_traffic``, remembered: a slider revisits the same few hundred settings."""
+    return tiled_traffic(n, d, block, causal=causal)
+
+
+@lru_cache(maxsize=512)  # every n the slider reaches (64 to 2048 by 4)
+def _ratio_curves(n, d, blocks):
+    """naive / tiled floats per block size, with and without the causal mask, beside 2B/d."""
+    naive = naive_traffic(n, d).total
+    return {"no mask": [naive / _tiled(n, d, b, False).total for b in blocks],
+            "causal": [naive / _tiled(n, d, b, True).total for b in blocks],
+            "2B/d": [2 * b / d for b in blocks]}
 
 
 def _tiled_data(n, d, block, causal, blocks):
     naive = naive_traffic(n, d).total
-    curves = {"no mask": [naive / tiled_traffic(n, d, b).total for b in blocks],
-              "causal": [naive / tiled_traffic(n, d, b, causal=True).total for b in blocks],
-              "2B/d": [2 * b / d for b in blocks]}
-    tiled = tiled_traffic(n, d, block, causal=causal)
-    return dict(codes=block_map(n, block, causal=causal), curves=curves, naive=naive,
-                tiled=tiled, ratio=naive / tiled.total)
+    tiled = _tiled(n, d, block, causal)
+    return dict(codes=_block_map(n, block, causal), curves=_ratio_curves(n, d, tuple(blocks)),
+                naive=naive, tiled=tiled, ratio=naive / tiled.total)
+
+
+def _blocks(t):
+    return "block" if t == 1 else "blocks"
 
 
 def _tiled_readout(n, d, block, causal, data):
+    """Five lines; d (fixed) and what a tile is are in the notebook's prose."""
     codes = data["codes"]
     t = codes.shape[0]
     skipped = int((codes == plots.BLOCK_SKIPPED).sum())
     masked = int((codes == plots.BLOCK_MASKED).sum())
+    rest = n - (t - 1) * block
     return "\n".join([
-        f"n = {n:,}, d = {d}, B = {block}: ceil(n / B) = {t} query blocks x {t} key blocks "
-        f"= {t * t} tiles" + ("" if n % block == 0 else f" (last block holds {n % block} rows)"),
-        f"{'causal' if causal else 'no mask'}: {t * t - skipped} tiles computed "
-        f"({masked} of them need the mask), {skipped} skipped "
+        f"n = {n:,}, B = {block}: ceil(n / B) = {t} query {_blocks(t)}"
+        + (f" (the last holds {rest} rows)" if 1 < t and rest != block else "")
+        + f" x {t} key {_blocks(t)}",
+        f"{'causal' if causal else 'no mask'}: {t * t - skipped:,} of {t * t:,} tiles computed "
+        f"({masked:,} of them need the mask), {skipped:,} skipped "
         f"({100 * skipped / (t * t):.1f}%)",
         f"floats moved per head: naive {data['naive']:,}, tiled {data['tiled'].total:,} "
         f"(reads {data['tiled'].reads:,}, writes {data['tiled'].writes:,})",
@@ -265,20 +321,21 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
                    blocks=(16, 32, 64, 128, 256, 512)):
     """A block-size slider: which (query, key) tiles run or are skipped, and the traffic ratio.
 
-    Left: the tile grid of one head (skipped / masked / full). Right: naive / tiled floats
-    against B for the current n and d, with and without the causal mask, beside 2B/d.
+    Left: the tile grid of one head (skipped / masked / full) over token positions 0 to n.
+    Right: naive / tiled floats against B for the current n and d, with and without the
+    causal mask, beside 2B/d.
     """
     blocks = int_list("blocks", blocks)
     d = check.integer("d", d, minimum=1)
     controls = {
         "block": widgets.SelectionSlider(options=blocks, value=option("block", block, blocks),
                                          description="block size B", **slider_layout("280px")),
-        "n": widgets.IntSlider(value=slider_int("n", n, 64, 2048), min=64, max=2048, step=64,
+        "n": widgets.IntSlider(value=slider_int("n", n, 64, 2048), min=64, max=2048, step=4,
                                description="tokens n", **slider_layout("280px")),
-        "causal": widgets.Checkbox(value=check.flag("causal", causal), description="causal mask",
-                                   layout=widgets.Layout(width="150px")),
+        "causal": _spaced(checkbox("causal mask", check.flag("causal", causal))),
     }
-    fig, (ax_map, ax_ratio) = new_figure(figsize=(10, 4.6), ncols=2)
+    fig, (ax_map, ax_ratio) = new_figure(figsize=(FIGURE_WIDTH, 3.8), ncols=2,
+                                         width_ratios=[1.0, 1.15])
     data = _tiled_data(n, d, block, causal, blocks)
     artists = {"map": plots.draw_block_map(ax_map, data["codes"], block=block, n=n),
                "ratio": plots.draw_ratio_curves(ax_ratio, blocks, data["curves"],
@@ -287,6 +344,8 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
                 for c in _tiled_data(size, d, block, causal, blocks)["curves"].values()]
     plots.fit_log_ylim(ax_ratio, envelope)
     freeze_layout(fig)
+    plots.legends_to_figure(fig)
+    plots.fix_ticks(fig)  # limits stay: the same ticks every step
     state = {}
 
     def redraw(block, n, causal):
