@@ -6,16 +6,20 @@ Colours are the Okabe-Ito palette (colour-blind safe); tile kinds are also told 
 lightness and the curves by line style and marker, so the figures stay readable printed in grey.
 """
 import numpy as np
+from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
+from matplotlib.transforms import ScaledTranslation
 
 from ..kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from ._style import PALETTE
+from .kv_cache import first_middle_last, medium_titles, outside_ticks, pin_legend, place_ticks
 
 __all__ = [
     "PALETTE", "TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "TILE_LABELS", "WORK_STYLES",
-    "draw_tile_map", "update_tile_map", "draw_work_curves", "update_work_curves",
+    "EDGE_LABEL", "draw_tile_map", "update_tile_map", "mask_edges", "draw_work_curves",
+    "update_work_curves", "pin_legend", "medium_titles",
 ]
 
 
@@ -30,46 +34,97 @@ WORK_STYLES = (dict(color=PALETTE["grey"], linestyle=":", marker="s"),
                dict(color=PALETTE["blue"], linestyle="-", marker="o"))
 
 
-def draw_tile_map(ax, codes, *, title):
+def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tokens=0,
+                  causal=True, labels_fontsize=None):
     """The (query block, key block) grid of one head, coloured by what the kernel did.
 
     ``codes`` (query blocks, key blocks) holds TILE_SKIPPED, TILE_MASKED or TILE_FULL, as
-    ``kernel_tile_map`` returns them. Returns the AxesImage.
+    ``kernel_tile_map`` returns them. The grid fills the axes whatever its shape (both axes run
+    from 0 to 1, so a widget that changes the shape redraws only the image, never the axes):
+    the first, middle and last block of each axis are labelled (``outside_ticks``), white
+    lines part the tiles while they are big enough to see. Given ``n`` and ``block``
+    (nq = nk = n, BLOCK_M = BLOCK_N), black lines trace the mask's exact edges at token level
+    (the causal diagonal, the window's edge, the sinks' edge): they cross only tiles computed
+    with the mask (to within half a token, where a straight diagonal cuts the corner of a tile
+    beside the staircase).
+
+    Returns a dict: ``image`` (AxesImage), ``grid`` (LineCollection), ``edges`` (Line2D) and
+    ``index`` (``outside_ticks``'s marks and labels).
     """
-    image = ax.imshow(np.asarray(codes), cmap=ListedColormap(_TILE_COLOURS), vmin=-0.5,
-                      vmax=2.5, interpolation="nearest", origin="upper", aspect="auto")
+    image = ax.imshow(np.zeros((1, 1)), cmap=ListedColormap(_TILE_COLOURS), vmin=-0.5,
+                      vmax=2.5, interpolation="nearest", origin="upper", aspect="auto",
+                      extent=(0.0, 1.0, 1.0, 0.0))
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(1.0, 0.0)
+    ax.set_xticks([])
+    ax.set_yticks([])
     ax.set_xlabel("key block j (BLOCK_N keys each)")
     ax.set_ylabel("query block = program pid_m")
-    ax.legend(handles=[Patch(facecolor=c, edgecolor="black", label=lab)
-                       for c, lab in zip(_TILE_COLOURS, TILE_LABELS)],
-              loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize=8,
-              frameon=False, handlelength=1.2, columnspacing=1.0)
-    update_tile_map(ax, image, codes, title=title)
-    return image
+    grid = LineCollection([], colors="white", linewidths=1.0)
+    ax.add_collection(grid)
+    edges, = ax.plot([], [], color="black", linewidth=1.3, label=EDGE_LABEL)
+    index = outside_ticks(ax, fontsize=labels_fontsize)  # blocks 0, t // 2 and t - 1
+    handles = [Patch(facecolor=c, edgecolor="black", label=lab)
+               for c, lab in zip(_TILE_COLOURS, TILE_LABELS)] + [edges]
+    under = ax.xaxis.labelpad + 1.3 * ax.xaxis.label.get_size() + 4  # points: below the label
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
+              bbox_transform=ax.transAxes + ScaledTranslation(0, -under / 72,
+                                                              ax.figure.dpi_scale_trans),
+              fontsize=8, frameon=False, handlelength=1.4, columnspacing=1.0,
+              borderaxespad=0.0)
+    artists = {"image": image, "grid": grid, "edges": edges, "index": index}
+    update_tile_map(ax, artists, codes, title=title, n=n, block=block, window=window,
+                    sink_tokens=sink_tokens, causal=causal)
+    return artists
 
 
-def update_tile_map(ax, image, codes, *, title):
-    """Show new codes (any shape) on the same image: data, extent, ticks, tile lines, title."""
+EDGE_LABEL = "exact mask edges (tokens)"
+
+
+def mask_edges(n, block, *, causal=True, window=None, sink_tokens=0):
+    """The mask's edges for n queries and n keys, in the map's coordinates (0..1 across the
+    cdiv(n, block) tiles): (x, y) arrays with NaN between pieces. Query p sees key j when
+    ``j <= p`` (causal), ``p - j < window`` and, outside the window, ``j < sink_tokens``;
+    each edge is drawn halfway between the last visible and the first hidden key of a row."""
+    span = -(-n // block) * block  # tokens across the whole grid (the last block may be ragged)
+    xs, ys = [], []
+
+    def piece(x0, y0, x1, y1):
+        xs.extend([x0 / span, x1 / span, np.nan])
+        ys.extend([y0 / span, y1 / span, np.nan])
+
+    if causal:  # row p sees keys up to p
+        piece(0.5, 0.0, n, n - 0.5)
+    if window:  # row p sees keys from p - W + 1
+        if window < n:
+            piece(0.0, window - 0.5, n - window + 0.5, n)
+        if sink_tokens and sink_tokens + window - 0.5 < n:  # the sinks, below the window
+            piece(sink_tokens, sink_tokens + window - 0.5, sink_tokens, n)
+    return np.array(xs, dtype=float), np.array(ys, dtype=float)
+
+
+def update_tile_map(ax, artists, codes, *, title, n=None, block=None, window=None,
+                    sink_tokens=0, causal=True):
+    """Show new codes (any shape) on the same image: data, tile lines, end indices, the mask's
+    edges (given ``n`` and ``block``) and the title. The axes' limits never change."""
     codes = np.asarray(codes)
     rows, cols = codes.shape
-    image.set_data(codes)
-    image.set_extent((-0.5, cols - 0.5, rows - 0.5, -0.5))
-    ax.set_xlim(-0.5, cols - 0.5)
-    ax.set_ylim(rows - 0.5, -0.5)
-    ax.set_xticks(np.arange(0, cols, max(1, -(-cols // 8))))
-    ax.set_yticks(np.arange(0, rows, max(1, -(-rows // 8))))
-    # White lines between tiles while they are big enough to see.
-    few = max(rows, cols) <= 32
-    ax.set_xticks(np.arange(-0.5, cols) if few else [], minor=True)
-    ax.set_yticks(np.arange(-0.5, rows) if few else [], minor=True)
-    ax.tick_params(which="minor", length=0)
-    if few:
-        ax.grid(True, which="minor", color="white", linewidth=1.0)
+    artists["image"].set_data(codes)
+    few = max(rows, cols) <= 32  # white lines between tiles while they are big enough
+    segments = ([[(k / cols, 0), (k / cols, 1)] for k in range(1, cols)]
+                + [[(0, k / rows), (1, k / rows)] for k in range(1, rows)]) if few else []
+    artists["grid"].set_segments(segments)
+    for axis, count in (("x", cols), ("y", rows)):  # blocks at their tiles' centres
+        at = first_middle_last(count)
+        place_ticks(artists["index"], axis, [(k + 0.5) / count for k in at], at)
+    artists["edges"].set_linewidth(1.3 if max(rows, cols) <= 64 else 0.9)
+    if n is not None and block is not None:
+        artists["edges"].set_data(*mask_edges(n, block, causal=causal, window=window,
+                                              sink_tokens=sink_tokens))
     else:
-        ax.grid(False, which="minor")
-    ax.grid(False, which="major")
-    ax.set_title(title)
-    return image
+        artists["edges"].set_data([], [])
+    ax.title.set_text(title)
+    return artists
 
 
 def _tokens(x, _pos=None):
