@@ -33,13 +33,19 @@ def test_size_curves_draw_and_update_in_place(ax):
     ax.figure.canvas.draw()
 
 
+def drawn_grid(art, hq, hkv):
+    """The (hkv, hq) grid the head map's patch covers, read at every cell's centre."""
+    return plots.cells_filled(art["cells"], plots.head_map_centres(hq, hkv)).reshape(hkv, hq)
+
+
 @pytest.mark.parametrize("hq, hkv", [(8, 2), (32, 8), (32, 1), (32, 32)])
 def test_head_map_is_one_filled_cell_per_query_head(ax, hq, hkv):
     art = plots.draw_head_map(ax, gqa_head_map(hq, hkv), hkv)
-    grid = np.asarray(art["image"].get_array())
+    grid = drawn_grid(art, hq, hkv)
     assert grid.shape == (hkv, hq)
     np.testing.assert_array_equal(grid.sum(axis=0), np.ones(hq))
     np.testing.assert_array_equal(grid.argmax(axis=0), gqa_head_map(hq, hkv))
+    np.testing.assert_array_equal(art["grid"], grid)
     assert "query head" in ax.get_xlabel() and "KV head" in ax.get_ylabel()
     assert f"{hq} query heads" in ax.get_title() and "reads" in ax.get_xlabel()
     ax.figure.canvas.draw()
@@ -47,7 +53,19 @@ def test_head_map_is_one_filled_cell_per_query_head(ax, hq, hkv):
 
 def test_head_map_updates_its_shape(ax):
     art = plots.draw_head_map(ax, gqa_head_map(8, 2), 2)
-    image = art["image"]
+    cells = art["cells"]
     plots.update_head_map(ax, art, gqa_head_map(8, 4), 4)
-    assert art["image"] is image and np.asarray(image.get_array()).shape == (4, 8)
-    assert ax.get_ylim() == (3.5, -0.5) and "groups of 2" in ax.get_title()
+    assert art["cells"] is cells and drawn_grid(art, 8, 4).shape == (4, 8)
+    np.testing.assert_array_equal(drawn_grid(art, 8, 4).argmax(axis=0), gqa_head_map(8, 4))
+    # the rows fill the axes whatever their number: the axes stay, the row labels move
+    assert ax.get_ylim() == (1.0, 0.0) and ax.get_xlim() == (-0.5, 7.5)
+    assert "groups of 2" in ax.get_title()
+    marks, texts = art["index"]["y"]
+    assert [t.get_text() for t in texts] == ["0", "2", "3"]
+    np.testing.assert_allclose([t.get_position()[1] for t in texts], [0.125, 0.625, 0.875])
+
+
+def test_boxes_path_draws_each_box():
+    path = plots.boxes_path([0, 2], [1, 3], [0, 0], [1, 2])
+    inside = path.contains_points([[0.5, 0.5], [2.5, 1.5], [1.5, 0.5], [0.5, 1.5]])
+    assert inside.tolist() == [True, True, False, False]

@@ -6,6 +6,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from lessonlib.configs import load_config
 from lessonlib.kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
+from lessonlib.plots import kv_cache as plots
 from lessonlib.widgets import kv_cache as kvw
 
 LLAMA = load_config("Llama-3.1-8B")
@@ -36,14 +37,14 @@ def test_initial_readout_is_example_6(w):
 
 def test_kv_heads_slider_redraws_curve_head_map_and_readout(w):
     line = w.artists["sizes"]["lines"]["h_kv from the slider"]
-    image = w.artists["map"]["image"]
+    cells = w.artists["map"]["cells"]
     before = w.readout
     w.controls["kv_heads"].value = 2
     variant = kvw.with_kv_heads(LLAMA, 2)
     assert w.artists["sizes"]["lines"]["h_kv from the slider"] is line  # updated in place
     np.testing.assert_allclose(line.get_ydata(), [gib(variant, n) for n in LENGTHS])
-    grid = np.asarray(image.get_array())
-    assert grid.shape == (2, 32)
+    assert w.artists["map"]["cells"] is cells  # the same patch, a new path
+    grid = plots.cells_filled(cells, plots.head_map_centres(32, 2)).reshape(2, 32)
     np.testing.assert_array_equal(grid.argmax(axis=0), gqa_head_map(32, 2))
     assert w.readout != before
     assert f"{kv_bytes_per_token(variant):,} bytes/token" in w.readout
@@ -105,3 +106,32 @@ BAD_INPUTS = [
                   dtype_bytes=ints(minimum=1), lengths=st.sampled_from([(), (4096.0,), None]))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+def test_the_legend_stays_off_every_curve_marker_and_cursor(w):
+    """The key is drawn once (pinned to the figure), above every curve: no setting of either
+    slider puts a line, a marker or the cursor under it."""
+    assert len(w.fig.legends) == 1 and w.axes[0].get_legend() is None
+    legend = w.fig.legends[0]
+    sizes = w.artists["sizes"]
+    for kv_heads in (32, 8, 1):
+        for n in (LENGTHS[0], LENGTHS[len(LENGTHS) // 2], LENGTHS[-1]):
+            w.controls["kv_heads"].value, w.controls["n"].value = kv_heads, n
+            w.fig.canvas.draw()
+            artists = [*sizes["lines"].values(), *sizes["markers"].values(), sizes["cursor"]]
+            assert plots.legend_clear_of_data(legend, artists), (kv_heads, n)
+    # the cursor drops from the highest marker (MHA) to the x axis
+    top = sizes["markers"]["MHA (32 KV heads)"].get_ydata()[0]
+    assert list(sizes["cursor"].get_ydata()) == [w.axes[0].get_ylim()[0], top]
+
+
+def test_the_figure_fits_a_laptop_and_the_steps_keep_the_axes(w):
+    width, height = w.fig.get_size_inches() * w.fig.dpi
+    assert width <= 930 and w.smallest_text_px() >= 8 * w.fig.dpi / 72 - 1e-9
+    for ax in w.axes:
+        tight = ax.get_tightbbox(w.fig.canvas.get_renderer())
+        assert tight.x0 >= 0 and tight.x1 <= width and tight.y0 >= 0 and tight.y1 <= height
+    limits = [(ax.get_xlim(), ax.get_ylim()) for ax in w.axes]
+    w.controls["kv_heads"].value = 1
+    w.controls["n"].value = LENGTHS[-1]
+    assert [(ax.get_xlim(), ax.get_ylim()) for ax in w.axes] == limits  # blitted steps only

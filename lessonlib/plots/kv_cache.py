@@ -5,14 +5,127 @@ updates in place; the matching ``update_*`` sets new data on them (no figure reb
 Colours are the Okabe-Ito palette (colour-blind safe) and every series also differs by line
 style or marker, so the figures stay readable printed in grey.
 """
+import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import ListedColormap
+from matplotlib.font_manager import FontProperties
+from matplotlib.markers import TICKDOWN, TICKLEFT
+from matplotlib.patches import PathPatch
+from matplotlib.path import Path
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.transforms import ScaledTranslation
 
 from ._style import PALETTE, STYLES
 
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
-           "draw_head_map", "update_head_map"]
+           "draw_head_map", "update_head_map", "pin_legend", "medium_titles",
+           "legend_clear_of_data", "outside_ticks", "place_ticks", "first_middle_last",
+           "boxes_path", "cells_filled", "head_map_centres"]
+
+
+def pin_legend(ax):
+    """Move the axes' legend to its figure, in the same place, and return it (None if none).
+
+    A blitting ``Explorer`` redraws everything that belongs to an axes on every slider step,
+    its legend too (a legend costs more than the lines it names); a figure's legend is drawn
+    once, into the background. Call it after the layout is frozen (``freeze_layout``), on a
+    legend placed clear of the data (``legend_clear_of_data``): lines drawn later go on top.
+    """
+    legend = ax.get_legend()
+    if legend is None:
+        return None
+    fig = ax.figure
+    ax.legend_ = None  # no longer one of the axes' children
+    fig.legends.append(legend)
+    legend._remove_method = fig.legends.remove
+    return legend
+
+
+TICK_POINTS = 3.5  # length of the tick marks ``outside_ticks`` draws
+
+
+def outside_ticks(ax, *, which="xy", count=3, fontsize=None, digits=3):
+    """Tick marks and labels of our own, outside an axes whose limits never change.
+
+    A picture that fills its axes whatever its size (a mask of n tokens, a grid of t tiles)
+    keeps the axes at 0..1, so a slider step redraws the picture and these few artists, not
+    the axes (matplotlib's ticks would change, and with them the whole figure). ``count``
+    labels per axis in ``which`` ("x", "y" or "xy"), offset in points; the axis labels get the
+    room (labelpad) that labels of up to ``digits`` digits need. ``place_ticks`` moves them.
+    Returns ``{axis: (marks Line2D, [Text, ...])}``.
+    """
+    fig = ax.figure
+    size = FontProperties(size=fontsize or plt.rcParams["xtick.labelsize"]).get_size()
+    gap = ScaledTranslation
+    out = {}
+    if "x" in which:
+        marks, = ax.plot([], [], linestyle="none", marker=TICKDOWN, markersize=TICK_POINTS,
+                         markeredgewidth=0.8, color="black", transform=ax.get_xaxis_transform(),
+                         clip_on=False)
+        at = ax.get_xaxis_transform() + gap(0, -(TICK_POINTS + 2) / 72, fig.dpi_scale_trans)
+        out["x"] = (marks, [ax.text(0, 0, "", transform=at, ha="center", va="top",
+                                    fontsize=size) for _ in range(count)])
+        ax.xaxis.labelpad = TICK_POINTS + 2 + 1.2 * size
+    if "y" in which:
+        marks, = ax.plot([], [], linestyle="none", marker=TICKLEFT, markersize=TICK_POINTS,
+                         markeredgewidth=0.8, color="black", transform=ax.get_yaxis_transform(),
+                         clip_on=False)
+        at = ax.get_yaxis_transform() + gap(-(TICK_POINTS + 2) / 72, 0, fig.dpi_scale_trans)
+        out["y"] = (marks, [ax.text(0, 0, "", transform=at, ha="right", va="center",
+                                    fontsize=size) for _ in range(count)])
+        ax.yaxis.labelpad = TICK_POINTS + 4 + 0.65 * size * digits
+    return out
+
+
+def place_ticks(ticks, axis, positions, labels):
+    """Put the marks and labels of ``outside_ticks(...)[axis]`` at ``positions`` (the axis's
+    0..1 data coordinates) with ``labels``; labels left over are emptied."""
+    marks, texts = ticks[axis]
+    positions = list(positions)[:len(texts)]
+    zeros = [0.0] * len(positions)
+    marks.set_data(*((positions, zeros) if axis == "x" else (zeros, positions)))
+    for k, text in enumerate(texts):
+        if k < len(positions):
+            text.set_text(str(labels[k]))
+            if axis == "x":
+                text.set_x(positions[k])
+            else:
+                text.set_y(positions[k])
+        else:
+            text.set_text("")
+
+
+def first_middle_last(count):
+    """The indices an axis of ``count`` cells labels: 0, count // 2 and count - 1."""
+    return sorted({0, count // 2, count - 1}) if count > 2 else list(range(count))
+
+
+def medium_titles(*axes):
+    """Titles at the body text's size (rcParams font.size), not matplotlib's larger default:
+    each then fits the width of its panel, in the presenter too. ``freeze_layout`` sets titles
+    again at the default size: call this before it (the layout) and after it (the drawing)."""
+    for ax in axes:
+        ax.title.set_fontsize("medium")
+
+
+def legend_clear_of_data(legend, artists, *, pad_px=6.0):
+    """True when no point of ``artists`` (lines: their vertices, finite ones only; markers
+    included: ``pad_px`` is about half a marker) falls inside the legend's box, in display
+    pixels. Draw the figure first."""
+    box = legend.get_window_extent().padded(pad_px)
+    for artist in artists:
+        xy = np.asarray(artist.get_xydata(), dtype=float)
+        xy = xy[np.isfinite(xy).all(axis=1)] if xy.size else xy
+        if not xy.size:
+            continue
+        pts = artist.get_transform().transform(xy)
+        if len(pts) > 1:  # the segments between vertices, finely sampled
+            t = np.linspace(0.0, 1.0, 50)[:, None, None]
+            pts = (pts[:-1][None] * (1 - t) + pts[1:][None] * t).reshape(-1, 2)
+        inside = ((pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0)
+                  & (pts[:, 1] <= box.y1))
+        if inside.any():
+            return False
+    return True
 
 
 
@@ -23,22 +136,26 @@ def token_label(x, _pos=None):
     return f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"
 
 
-def _fit_log_ylim(ax, curves, extra=()):
+def _fit_log_ylim(ax, curves, extra=(), pad=(2.5, 2.5)):
     ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves]
                         + [np.asarray(extra, dtype=float).ravel()])
     ys = ys[np.isfinite(ys) & (ys > 0)]
     if ys.size:
-        ax.set_ylim(ys.min() / 2.5, ys.max() * 2.5)
+        ax.set_ylim(ys.min() / pad[0], ys.max() * pad[1])
 
 
 def draw_size_curves(ax, lengths, curves, *, marker_n, ylabel, title, hlines=None,
-                     legend_loc="upper left"):
+                     legend_loc="upper left", ylim_pad=(2.5, 2.5), cursor="full"):
     """Curves of a size (or a cost) against context length, both axes logarithmic.
 
     ``lengths`` are token counts (a log2 axis labelled 1K, 32K, ...); ``curves`` maps a legend
     label to one y value per length. A marker sits on each curve at ``marker_n`` and a dotted
     cursor line marks it. ``hlines`` maps labels to constant reference levels (drawn grey and
-    dashed). Returns a dict: ``lines`` and ``markers`` (label -> Line2D), ``cursor``, ``hlines``.
+    dashed). The y range runs from the lowest value / ``ylim_pad[0]`` to the highest x
+    ``ylim_pad[1]`` (room for the legend where no curve goes). The cursor spans the axes'
+    height (``cursor="full"``) or drops from the highest marker to the x axis (``"drop"``:
+    it then never crosses a legend placed above every curve). Returns a dict: ``lines`` and
+    ``markers`` (label -> Line2D), ``cursor``, ``hlines``, ``ylim_pad``.
     """
     x = np.asarray(lengths, dtype=float)
     lines, markers = {}, {}
@@ -52,7 +169,12 @@ def draw_size_curves(ax, lengths, curves, *, marker_n, ylabel, title, hlines=Non
     for label, level in (hlines or {}).items():
         refs[label] = ax.axhline(level, color=PALETTE["grey"], linestyle="--", linewidth=1.5,
                                  label=label)
-    cursor = ax.axvline(marker_n, color=PALETTE["grey"], linestyle=":", linewidth=1.5)
+    if cursor not in ("full", "drop"):
+        raise ValueError(f"cursor must be 'full' or 'drop', got {cursor!r}")
+    cursor_style = dict(color=PALETTE["grey"], linestyle=":", linewidth=1.5)
+    drop = cursor == "drop"
+    cursor = ax.plot([marker_n, marker_n], [np.nan, np.nan], **cursor_style)[0] if drop else \
+        ax.axvline(marker_n, **cursor_style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(FixedLocator(list(x)))
@@ -64,7 +186,8 @@ def draw_size_curves(ax, lengths, curves, *, marker_n, ylabel, title, hlines=Non
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc=legend_loc, fontsize=8)
-    artists = {"lines": lines, "markers": markers, "cursor": cursor, "hlines": refs}
+    artists = {"lines": lines, "markers": markers, "cursor": cursor, "hlines": refs,
+               "ylim_pad": tuple(float(f) for f in ylim_pad), "cursor_drops": drop}
     update_size_curves(ax, artists, curves, marker_n=marker_n)
     return artists
 
@@ -81,41 +204,86 @@ def update_size_curves(ax, artists, curves, *, marker_n, hlines=None):
         artists["hlines"][label].set_ydata([level, level])
     artists["cursor"].set_xdata([marker_n, marker_n])
     _fit_log_ylim(ax, [line.get_ydata() for line in artists["lines"].values()],
-                  [h.get_ydata()[0] for h in artists["hlines"].values()])
+                  [h.get_ydata()[0] for h in artists["hlines"].values()],
+                  artists.get("ylim_pad", (2.5, 2.5)))
+    if artists.get("cursor_drops"):  # from the x axis up to the highest marker
+        top = max(float(m.get_ydata()[0]) for m in artists["markers"].values())
+        artists["cursor"].set_ydata([ax.get_ylim()[0], top])
     return artists
 
 
 # ------------------------------------------------------------------ the GQA head map
 
-_MAP_COLOURS = ["#FFFFFF", PALETTE["blue"]]
+_MAP_COLOUR = PALETTE["blue"]  # a filled cell, on the axes' white
 
 
-def draw_head_map(ax, head_map, n_kv, *, title=None):
+def boxes_path(x0, x1, y0, y1):
+    """One compound Path of the rectangles [x0, x1] x [y0, y1] (arrays of one value per box):
+    a patch of it draws them all in a single call, far cheaper than one patch per box."""
+    x0, x1, y0, y1 = np.broadcast_arrays(*(np.asarray(v, dtype=float).ravel()
+                                           for v in (x0, x1, y0, y1)))
+    corners = np.stack([np.column_stack(c) for c in ((x0, y0), (x1, y0), (x1, y1), (x0, y1),
+                                                     (x0, y0))], axis=1)  # (boxes, 5, 2)
+    codes = np.tile([Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY],
+                    x0.size)
+    return Path(corners.reshape(-1, 2), codes) if x0.size else Path(np.zeros((1, 2)),
+                                                                     [Path.MOVETO])
+
+
+def cells_filled(patch, centres):
+    """Which of the points ``centres`` ((k, 2), data coordinates) a patch drawn from
+    ``boxes_path`` covers: what the picture shows, read back (for tests)."""
+    return patch.get_path().contains_points(np.asarray(centres, dtype=float))
+
+
+def draw_head_map(ax, head_map, n_kv, *, title=None, labels_fontsize=None):
     """Which KV head each query head reads: a (KV heads x query heads) grid, filled where
     query head h reads KV head ``head_map[h]`` (the x label says so: no legend, which would
-    cost a redraw more than the grid). Returns a dict with ``image``."""
-    image = ax.imshow(np.zeros((1, 1)), cmap=ListedColormap(_MAP_COLOURS), vmin=0, vmax=1,
-                      interpolation="nearest", aspect="auto", origin="upper")
+    cost a redraw more than the grid). The filled cells are one patch (``boxes_path``: a
+    slider step redraws one path, not an image resampled to the axes' pixels). The rows fill
+    the axes whatever their number (the y axis runs from 0 to 1, so a new number of KV heads
+    redraws the patch, not the axes); the first, middle and last KV head are labelled
+    (``outside_ticks``). Returns a dict with ``cells`` (the PathPatch), ``grid`` (the
+    (n_kv, hq) 0/1 array shown) and ``index`` (``outside_ticks``'s marks and labels)."""
+    hq = int(np.asarray(head_map).size)
+    cells = ax.add_patch(PathPatch(boxes_path([], [], [], []), facecolor=_MAP_COLOUR,
+                                   edgecolor="none", linewidth=0, antialiased=False))
+    ax.set_facecolor("white")
+    ax.set_xlim(-0.5, hq - 0.5)
+    ax.set_ylim(1.0, 0.0)
+    ax.set_xticks(np.arange(0, hq, max(1, hq // 8)))
+    ax.set_yticks([])
     ax.set_xlabel("query head h (filled: the KV head it reads)")
     ax.set_ylabel("KV head (shared K and V)")
-    artists = {"image": image}
+    artists = {"cells": cells, "index": outside_ticks(ax, which="y", fontsize=labels_fontsize,
+                                                      digits=2)}
     update_head_map(ax, artists, head_map, n_kv, title=title)
     return artists
 
 
+def head_map_centres(hq, n_kv):
+    """The centres of the grid's cells in the head map's data coordinates, (n_kv * hq, 2), row
+    by row: KV head k's row spans y = k / n_kv .. (k + 1) / n_kv, query head h's column
+    x = h - 0.5 .. h + 0.5."""
+    k, h = np.meshgrid(np.arange(n_kv), np.arange(hq), indexing="ij")
+    return np.column_stack([h.ravel(), ((k + 0.5) / n_kv).ravel()])
+
+
 def update_head_map(ax, artists, head_map, n_kv, *, title=None):
-    """Redraw the grid for a new mapping (its shape may change)."""
+    """Redraw the grid for a new mapping (its number of rows may change; the axes do not)."""
     head_map = np.asarray(head_map, dtype=int)
     hq = head_map.size
-    grid = (np.arange(n_kv)[:, None] == head_map[None, :]).astype(float)  # (n_kv, hq)
-    image = artists["image"]
-    image.set_data(grid)
-    image.set_extent((-0.5, hq - 0.5, n_kv - 0.5, -0.5))
-    ax.set_xlim(-0.5, hq - 0.5)
-    ax.set_ylim(n_kv - 0.5, -0.5)
-    ax.set_xticks(np.arange(0, hq, max(1, hq // 8)))
-    ax.set_yticks(np.arange(0, n_kv, max(1, n_kv // 8)))
+    artists["grid"] = (np.arange(n_kv)[:, None] == head_map[None, :]).astype(float)  # (n_kv, hq)
+    h = np.arange(hq)
+    artists["cells"].set_path(boxes_path(h - 0.5, h + 0.5, head_map / n_kv,
+                                         (head_map + 1) / n_kv))
+    if ax.get_xlim() != (-0.5, hq - 0.5):  # another number of query heads
+        ax.set_xlim(-0.5, hq - 0.5)
+        ax.set_xticks(np.arange(0, hq, max(1, hq // 8)))
+    if "index" in artists:  # the first, middle and last KV head, at their rows' centres
+        rows = first_middle_last(n_kv)
+        place_ticks(artists["index"], "y", [(r + 0.5) / n_kv for r in rows], rows)
     group = hq // n_kv
-    ax.title.set_text(title or f"{hq} query heads read {n_kv} KV head{'s' if n_kv > 1 else ''} "
-                          f"(groups of {group})")
+    ax.title.set_text(title or f"{hq} query heads, {n_kv} KV head{'s' if n_kv > 1 else ''}: "
+                          f"groups of {group}")
     return artists

@@ -79,7 +79,7 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
     mla_name = mla_config if isinstance(mla_config, str) else "MLA model"
     labels = {"mha": f"MHA ({hq} KV heads)", "slider": "h_kv from the slider",
               "mqa": "MQA (1 KV head)",
-              "mla": f"MLA: {mla_name} ({mla['num_hidden_layers']} layers)"}
+              "mla": f"MLA: {mla_name}"}
     fixed = {labels["mha"]: _sizes_gib(with_kv_heads(cfg, hq), lengths, dtype_bytes),
              labels["mqa"]: _sizes_gib(with_kv_heads(cfg, 1), lengths, dtype_bytes),
              labels["mla"]: _sizes_gib(mla, lengths, dtype_bytes)}
@@ -90,21 +90,30 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
         "kv_heads": widgets.SelectionSlider(options=options, value=kv_heads,
                                             description="KV heads h_kv", **slider_layout("330px")),
     }
-    fig, (ax_size, ax_map) = new_figure(figsize=(10.5, 4.3), ncols=2)
+    fig, (ax_size, ax_map) = new_figure(figsize=FIGSIZE, ncols=2)
     curves = {labels["mha"]: fixed[labels["mha"]],
               labels["slider"]: _sizes_gib(with_kv_heads(cfg, kv_heads), lengths, dtype_bytes),
               labels["mqa"]: fixed[labels["mqa"]], labels["mla"]: fixed[labels["mla"]]}
     artists = {
         "sizes": plots.draw_size_curves(ax_size, lengths, curves, marker_n=n,
                                         ylabel="KV cache, all layers (GiB, log scale)",
-                                        title=f"{name}: KV cache grows linearly with n"),
+                                        title=f"{name}: KV cache against n",
+                                        legend_loc="upper left",  # above every curve
+                                        ylim_pad=(2.5, 6.0), cursor="drop"),
         "map": plots.draw_head_map(ax_map, gqa_head_map(hq, kv_heads), kv_heads),
     }
+    plots.medium_titles(ax_size, ax_map)
+    # The y range holds every curve the slider can draw (MHA above, MQA below): fixed, so a
+    # slider step redraws only lines, markers and the head map's cells (layout, ticks stay).
+    plots.update_size_curves(ax_size, artists["sizes"], {}, marker_n=n)
+    freeze_layout(fig)
+    plots.medium_titles(ax_size, ax_map)  # freeze_layout set them again, at the default size
+    plots.pin_legend(ax_size)  # upper left, above every curve and the cursor: drawn once
     state = {}
 
     def redraw(n, kv_heads):
         variant = with_kv_heads(cfg, kv_heads)
-        sizes = _sizes_gib(variant, lengths, dtype_bytes)
+        sizes = sizes_for(kv_heads)
         head_map = gqa_head_map(hq, kv_heads)
         plots.update_size_curves(ax_size, artists["sizes"], {labels["slider"]: sizes}, marker_n=n)
         plots.update_head_map(ax_map, artists["map"], head_map, kv_heads)
@@ -116,10 +125,20 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
                      fixed_gib={k: v[lengths.index(n)] for k, v in fixed.items()})
         return _readout(name, cfg, n, kv_heads, hq, dtype_bytes, state, labels, mla_name)
 
+    sizes_by_heads = {}
+
+    def sizes_for(kv_heads):  # each setting's curve once: the slider has a handful of them
+        if kv_heads not in sizes_by_heads:
+            sizes_by_heads[kv_heads] = _sizes_gib(with_kv_heads(cfg, kv_heads), lengths,
+                                                  dtype_bytes)
+        return sizes_by_heads[kv_heads]
+
     explorer = Explorer(controls, fig, redraw)
-    freeze_layout(fig)
     explorer.axes, explorer.artists, explorer.data = (ax_size, ax_map), artists, state
     return explorer
+
+
+FIGSIZE = (9.2, 3.8)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
 def _readout(name, cfg, n, kv_heads, hq, dtype_bytes, st, labels, mla_name):
@@ -127,12 +146,12 @@ def _readout(name, cfg, n, kv_heads, hq, dtype_bytes, st, labels, mla_name):
     d_h = int(cfg.get("head_dim") or cfg["hidden_size"] // hq)
     group = hq // kv_heads
     per_token = st["per_token"]
-    share = "each query head has its own" if group == 1 else \
+    share = "one per query head" if group == 1 else \
         f"{group} query heads share each" if kv_heads > 1 else f"all {hq} query heads share it"
     fixed = st["fixed_gib"]
+    # The model's fixed shape (layers, query heads, d_h, bytes per entry) is the notebook's
+    # prose: the readout holds what the sliders change.
     return "\n".join([
-        f"{name}: {layers} layers, {hq} query heads of d_h = {d_h}, "
-        f"{dtype_bytes}-byte cache entries",
         f"h_kv = {kv_heads} KV heads ({_kind(kv_heads, hq)}, {share}): 2 x {layers} x {kv_heads}"
         f" x {d_h} x {dtype_bytes} = {per_token:,} bytes/token ({per_token / 1024:g} KiB)",
         f"at n = {n:,} tokens: {st['total_bytes'] / GIB:.2f} GiB"
