@@ -7,6 +7,8 @@ import pytest
 
 from _support import labelled
 
+from matplotlib.text import Text
+
 from lessonlib.plots import rope as P
 
 
@@ -14,8 +16,13 @@ def test_clock_hands_draw_and_update(ax):
     angles, arcs = [0.0, math.pi / 2, 3 * math.pi], [2 * math.pi, 10.0, 1.0]
     art = P.draw_clock_hands(ax, [0, 16, 63], angles, arcs)
     assert ax.get_title() and len(art["hands"]) == len(art["tips"]) == len(art["arcs"]) == 3
-    assert [t.get_text() for t in ax.texts if t.get_text().startswith("pair")] == \
-        ["pair 0", "pair 16", "pair 63"]
+    names = [t.get_text() for t in art["face"] if isinstance(t, Text)]
+    assert [n for n in names if n.startswith("pair")] == ["pair 0", "pair 16", "pair 63"]
+    # the face is the figure's (a blitting widget's background), drawn in the axes' coordinates
+    assert not ax.texts and all(a in ax.figure.get_children() for a in art["face"])
+    assert all(a.get_transform() == ax.transData for a in art["face"])
+    assert min(t.get_fontsize() for t in art["face"] if isinstance(t, Text)) >= 9
+    assert not any(s.get_visible() for s in ax.spines.values())  # no frame, even when blitted
     x, y = art["hands"][1].get_data()
     assert x[1] == pytest.approx(0.0, abs=1e-12) and y[1] > 0  # pi/2 points up
     ax_, ay_ = art["arcs"][1].get_data()
@@ -34,8 +41,10 @@ def test_angle_coverage_draw_and_update(ax):
     art = P.draw_angle_coverage(ax, pairs, [100.0, 7.0, 2.0, 0.5], [7.0, 1.0, 3.0, 0.2],
                                 [False, False, True, False])
     labelled(ax)
-    assert [t.get_text() for t in art["key"]["texts"]] == \
+    assert [t.get_text() for t in art["key"].get_texts()] == \
         ["seen in training", "angle at m", "never seen"]
+    ax.figure.canvas.draw()
+    assert not art["key"].get_window_extent().overlaps(ax.get_window_extent())  # off the data
     np.testing.assert_allclose(art["trained"].get_data().values, [2 * math.pi, 2 * math.pi, 2, 0.5])
     np.testing.assert_allclose(art["dots"].get_ydata(), [7 - 2 * math.pi, 1, 3, 0.2])
     np.testing.assert_allclose(art["outside"].get_data(), [[2], [3]])
@@ -51,7 +60,10 @@ def test_frequency_ratios_draw_and_update(ax):
     art = P.draw_frequency_ratios(ax, pairs, ratios, (2, 5))
     labelled(ax)
     assert ax.get_yscale() == "log"
-    assert [t.get_text() for t in art["key"]["texts"]] == ["original", "PI", "YaRN", "YaRN band"]
+    assert [t.get_text() for t in art["key"].get_texts()] == ["original", "PI", "YaRN", "YaRN band"]
+    ax.figure.canvas.draw()
+    assert not art["key"].get_window_extent().overlaps(ax.get_window_extent())  # off the data
+    assert P.draw_frequency_ratios(ax, pairs, ratios, (2, 5), key=False)["key"] is None
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.01", "0.1", "1"]
     assert art["band"].get_x() == 2 and art["band"].get_width() == 3
     line = art["lines"]["PI"]
@@ -69,7 +81,10 @@ def test_wavelengths_draw_and_update(ax):
     assert ax.get_yscale() == "log"
     assert list(art["trained"].get_ydata()) == [4096, 4096]
     assert list(art["fast"].get_ydata()) == [128, 128]
-    assert art["labels"]["fast"].get_text() == "L0/32 (32 turns)"
+    assert art["labels"]["fast"].get_text() == "L0/32"
+    ax.figure.canvas.draw()
+    for label in art["labels"].values():  # in the right margin, off the lines
+        assert label.get_window_extent().x0 > ax.get_window_extent().x1
     P.update_wavelengths(art, {"original": np.ones(4), "PI": np.full(4, 2.0)}, 8192, 65536, 32,
                          (0, 3))
     np.testing.assert_allclose(art["lines"]["PI"].get_ydata(), 2.0)
@@ -87,6 +102,25 @@ def test_yarn_ramp_draw_and_update(ax):
     P.update_yarn_ramp(art, np.zeros(10), (3, 8))
     np.testing.assert_allclose(art["ramp"].get_ydata(), 0)
     assert list(art["high"].get_xdata()) == [8, 8] and art["labels"]["low"].get_position()[0] == 3
+
+
+def test_yarn_ramp_under_another_panel_has_no_title(ax):
+    art = P.draw_yarn_ramp(ax, np.arange(4), np.ones(4), (1, 2), title=None)
+    assert ax.get_title() == "" and ax.get_ylabel() == "YaRN ramp"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["θ/s", "kept"]
+    assert art["labels"]["low"].get_fontsize() >= 9
+
+
+def test_key_row_heads_the_figure_off_every_axes():
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, layout="constrained")
+    lines = [a.plot([0, 1], [0, 1])[0], b.plot([0, 1], [1, 0])[0]]
+    key = P.draw_key_row(fig, [("up", lines[0]), ("down", lines[1])])
+    fig.canvas.draw()
+    box = key.get_window_extent()
+    assert key in fig.legends and [t.get_text() for t in key.get_texts()] == ["up", "down"]
+    assert all(box.y0 >= ax.get_window_extent().y1 - 1 for ax in (a, b))
+    assert min(t.get_fontsize() for t in key.get_texts()) >= 9
 
 
 def test_no_xlabel_when_a_figure_shares_one(ax):

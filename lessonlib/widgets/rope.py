@@ -5,6 +5,8 @@ an ``Explorer`` with three more attributes: ``axes``, ``artists`` (updated in pl
 slider move) and ``data`` (what the last redraw computed, for tests and curious students).
 ``explorer.readout`` is the text a test reads.
 """
+import math
+
 import ipywidgets as widgets
 import numpy as np
 
@@ -18,7 +20,7 @@ from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, 
                     slider_layout, slider_real)
 
 __all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CLOCK_PAIRS",
-           "scaling_data", "clock_data", "pair_ranges"]
+           "COARSE_STEP", "scaling_data", "clock_data", "pair_ranges", "split_position"]
 
 # Real models' bases: Llama 2 / Mistral / DeepSeek / Phi-3 (1e4), gpt-oss (1.5e5),
 # Llama 3 (5e5), Qwen2.5 (1e6), and a few in between.
@@ -28,10 +30,19 @@ CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # notebook 07's fast, middle and slow han
 LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's published values
 
 
-def _choices(values, extra):
-    """Slider options: ``values`` and ``extra`` (a model's own value), sorted, (label, value)."""
+def _choices(values, extra, *, compact=False):
+    """Slider options: ``values`` and ``extra`` (a model's own value), sorted, (label, value).
+    ``compact`` labels round thousands and millions 10k, 500k, 10M: a slider's readout box
+    (72 px in JupyterLab) then always holds its label, and the readout spells the value out."""
     vals = sorted(set(int(v) for v in values) | {extra})
-    return [(f"{v:,}", v) for v in vals]
+    return [(_compact(v) if compact else f"{v:,}", v) for v in vals]
+
+
+def _compact(v):
+    """10k, 150k, 1.5M for a number with at most three significant digits; else 1,234,567."""
+    if v >= 1000 and v % 10 ** (len(str(v)) - 3) == 0:
+        return f"{v / 1e6:g}M" if v >= 1_000_000 else f"{v / 1e3:g}k"
+    return f"{v:,}"
 
 
 def _base(b):
@@ -81,11 +92,15 @@ def clock_data(m, b, n_train, r=128):
                 turns=turns_within(theta, n_train))
 
 
-def _clock_readout(m, b, n_train, d):
+def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
     n_pairs = d["theta"].size
     slow = n_pairs - 1
-    lines = [f"position m = {m:,} · base b = {b:,} · trained on {n_train:,} positions "
-             f"(0 to {n_train - 1:,}) · {n_pairs} pairs",
+    if coarse is None or fine == 0 or coarse + fine != m:
+        where = f"position m = {m:,}"
+    else:
+        where = f"position m = {coarse:,} {'+' if fine > 0 else '−'} {abs(fine):,} = {m:,}"
+    lines = [f"{where} · base b = {b:,} · trained on positions 0 to {n_train - 1:,} · "
+             f"{n_pairs} pairs",
              f"pairs that never complete a turn in training: {d['never'].size} of {n_pairs} "
              f"(pairs {pair_ranges(d['never'])})"]
     outside = np.flatnonzero(d["outside"])
@@ -101,12 +116,32 @@ def _clock_readout(m, b, n_train, d):
     return "\n".join(lines)
 
 
+COARSE_STEP = 1024  # notebook 07's coarse position slider: 64 stops over 65,536 positions
+
+
+def split_position(m, coarse_step=COARSE_STEP, max_coarse=None):
+    """``m`` as (coarse, fine) for a coarse slider in steps of ``coarse_step`` and a fine one
+    of -coarse_step/2 .. +coarse_step/2: the coarse stop nearest m (4,095 -> 4,096 and -1)."""
+    m = check.integer("m", m, minimum=0)
+    coarse_step = check.integer("coarse_step", coarse_step, minimum=2)
+    coarse = int(math.floor(m / coarse_step + 0.5)) * coarse_step
+    if max_coarse is not None:
+        coarse = min(coarse, max_coarse)
+    return coarse, m - coarse
+
+
 def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
-                   max_position=65535):
+                   max_position=65535, coarse_step=COARSE_STEP):
     """Move the position m, the base b and the trained length: the clock hands of a few pairs
     turn, and the right panel shows, for all pairs, the angle at m against the angles training
     showed them (defaults: notebook 07's head, d = 128, base 10,000, 4,096 trained positions,
     m = 16,383).
+
+    m is two sliders: "position m" moves in steps of ``coarse_step`` over 0..``max_position``
+    and "fine" adds -coarse_step/2 .. +coarse_step/2 one position at a time, so any position,
+    4,095 say, is one coarse stop and a few fine steps away (4,096 and -1); m = coarse + fine,
+    kept inside 0..max_position. ``explorer.set_position(m)`` sets both;
+    ``explorer.data["m"]`` is the position shown.
     """
     r = _rotary(r)
     pairs = int_list("pairs", pairs, minimum=0)
@@ -115,17 +150,23 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     max_position = check.integer("max_position", max_position, minimum=1)
     m, b = slider_int("m", m, 0, max_position), _base(b)
     n_train = check.integer("n_train", n_train, minimum=2)
+    coarse_step = check.integer("coarse_step", coarse_step, minimum=2)
+    half = coarse_step // 2
+    max_coarse = -(-max_position // coarse_step) * coarse_step  # the stop at or past the end
+    coarse, fine = split_position(m, coarse_step, max_coarse)
     controls = {
-        "m": widgets.IntSlider(value=m, min=0, max=max_position, step=1,
-                               description="position m", **slider_layout("380px")),
-        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
-                                     description="base b", **slider_layout("300px")),
+        "coarse": widgets.IntSlider(value=coarse, min=0, max=max_coarse, step=coarse_step,
+                                    description="position m", **_slider_layout("240px")),
+        "fine": widgets.IntSlider(value=fine, min=-half, max=half, step=1,
+                                  description="fine", **_slider_layout("190px")),
+        "b": widgets.SelectionSlider(options=_choices(BASES, b, compact=True), value=b,
+                                     description="base b", **_slider_layout("220px")),
         "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS[:-1], n_train),
                                            value=n_train, description="trained length",
-                                           **slider_layout("300px")),
+                                           **_slider_layout("225px")),
     }
-    fig, (ax_clock, ax_cov) = new_figure(figsize=(10, 4.2), ncols=2,
-                                         gridspec_kw=dict(width_ratios=(1, 1.6)))
+    fig, (ax_clock, ax_cov) = new_figure(figsize=(9.2, 4.2), ncols=2,
+                                         gridspec_kw=dict(width_ratios=(1, 1.45)))
     d = clock_data(m, b, n_train, r)
     artists = {
         "clock": plots.draw_clock_hands(ax_clock, pairs, d["angles"][pairs],
@@ -135,19 +176,53 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     }
     freeze_layout(fig)
     state = {}
+    theta_cache = {}
 
-    def redraw(m, b, n_train):
-        d = clock_data(m, b, n_train, r)
+    def redraw(coarse, fine, b, n_train):
+        m = min(max(coarse + fine, 0), max_position)
+        d = _clock_data_cached(theta_cache, m, b, n_train, r)
         plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
         plots.update_angle_coverage(artists["coverage"], d["trained"], d["angles"], d["outside"])
         state.clear()
-        state.update(d)
-        return _clock_readout(m, b, n_train, d)
+        state.update(d, m=m)
+        return _clock_readout(m, b, n_train, d, coarse, fine)
 
     explorer = Explorer(controls, fig, redraw)
     explorer.axes, explorer.artists, explorer.data = (ax_clock, ax_cov), artists, state
     explorer.pairs = pairs
+
+    def set_position(m):
+        """Show position ``m``: the nearest coarse stop, then the fine offset."""
+        c, f = split_position(slider_int("m", m, 0, max_position), coarse_step, max_coarse)
+        controls["fine"].value = 0  # m stays on the track while the coarse stop moves
+        controls["coarse"].value = c
+        controls["fine"].value = f
+
+    explorer.set_position = set_position
     return explorer
+
+
+def _clock_data_cached(cache, m, b, n_train, r):
+    """``clock_data`` with the per-(b, n_train) arrays kept: only the angles at m are new."""
+    key = (b, n_train)
+    if key not in cache:
+        theta, _ = rope_frequencies({"head_dim": r, "rope_theta": float(b)})
+        cache.clear()
+        cache[key] = dict(theta=theta, trained=largest_trained_angle(theta, n_train),
+                          never=pairs_never_turning(theta, n_train),
+                          turns=turns_within(theta, n_train))
+    d = dict(cache[key])
+    d["angles"] = angle_at(d["theta"], m)
+    d["outside"] = outside_trained_arc(d["theta"], m, n_train)
+    return d
+
+
+def _slider_layout(width):
+    """A slider of ``width`` with a gap after it: a long readout (10,000,000) never runs into
+    the next slider's label."""
+    kw = slider_layout(width)
+    kw["layout"].margin = "2px 10px 2px 0"
+    return kw
 
 
 # ------------------------------------------------------------------ notebook 08: scaling
@@ -188,7 +263,7 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
 
 
 def _pairs(indices):
-    return "pairs " + pair_ranges(indices) if len(indices) else "no pairs"
+    return pair_ranges(indices) if len(indices) else "none"
 
 
 def _band_text(band):
@@ -197,42 +272,57 @@ def _band_text(band):
 
 
 def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
-    n_pairs = r // 2
-    last = n_pairs - 1
+    """Five lines, each under about 100 characters (one line on a laptop and a projector); what
+    never changes (how to read the panels, that the band ignores s) is the notebook's prose."""
+    last = r // 2 - 1
     ramp = d["ramp"]
     kept, divided = np.flatnonzero(ramp == 1.0), np.flatnonzero(ramp == 0.0)
     blend = np.flatnonzero((ramp > 0.0) & (ramp < 1.0))
     over = {k: float(v.max()) for k, v in d["overshoot"].items()}
     worst = int(np.argmax(d["overshoot"]["NTK-aware"]))
+    names = {"PI (linear)": "PI", "NTK-aware": "NTK-aware", "YaRN": "YaRN", "llama3": "llama3"}
     lines = [
-        f"factor s = {s:g} · base b = {b:,} · trained length L0 = {L0:,} → target s·L0 = "
-        f"{d['target']:,} positions · rotary dim {r} ({n_pairs} pairs)",
+        f"factor s = {s:g} · base b = {b:,} · L0 = {L0:,} → target s·L0 = {d['target']:,} "
+        f"positions · rotary dim {r}",
         f"YaRN band (low, high) = {_band_text(d['band'])}: kept {_pairs(kept)} (≥ {beta_fast:g} "
-        f"turns in L0) · ramp {_pairs(blend)} · divided by s {_pairs(divided)} "
-        f"(≤ {beta_slow:g} turn)",
-        "  The band depends on b and L0 only; the factor s sets how far the slow pairs slow down.",
-        f"YaRN mscale = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin, so rotary scores grow "
-        f"by mscale² = {d['mscale'] ** 2:.4f}",
-        f"PI: every pair divided by s; pair 0 now turns {d['inv']['PI (linear)'][0]:.3f} rad "
-        f"per token (trained: {d['theta'][0]:.3f})",
-        f"NTK-aware: base {b:,} → {d['ntk_base']:,.0f}; pair 0 unchanged, pair {last} slowed "
-        f"by {d['theta'][last] / d['inv']['NTK-aware'][last]:.2f}",
-        f"{d['never'].size} of {n_pairs} pairs never turn in L0. Worst overshoot past their "
-        f"trained angle at position {d['target'] - 1:,}:",
-        "  " + " · ".join(f"{k} {v:.3g} rad" for k, v in over.items())
-        + (f"  (NTK-aware: pair {worst})" if over["NTK-aware"] > 0 else ""),
-        "How to read: left, the share of each pair's speed a scheme keeps (yellow: YaRN band); "
-        "middle, positions per turn against L0, L0/32 and s·L0; right, YaRN's ramp.",
+        f"turns in L0) · ramp {_pairs(blend)} · θ/s {_pairs(divided)} (≤ {beta_slow:g} turn)",
+        f"YaRN mscale = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin: rotary scores "
+        f"× mscale² = {d['mscale'] ** 2:.4f}",
+        f"PI: pair 0 turns {d['inv']['PI (linear)'][0]:.3f} rad per token · NTK-aware: base "
+        f"{b:,} → {d['ntk_base']:,.0f}, pair {last} slowed {d['theta'][last] / d['inv']['NTK-aware'][last]:.2f}×",
+        f"overshoot at {d['target'] - 1:,}: " + " · ".join(
+            f"{names.get(k, k)} {v:.3g}" + (f" (pair {worst})" if k == "NTK-aware" and v > 0
+                                            else "") for k, v in over.items()) + " rad",
     ]
     return "\n".join(lines)
+
+
+def _elsewhere(controls):
+    """A setting of the 08 sliders away from their values: every slider at another stop (the
+    factor at its other end, the base and L0 at their farthest option)."""
+    factor = controls["factor"]
+    other = factor.max if factor.value < (factor.min + factor.max) / 2 else factor.min
+
+    def farthest(slider):
+        values = [v for _, v in slider.options]
+        return max(values, key=lambda v: abs(math.log(v / slider.value)))
+
+    return other, farthest(controls["b"]), farthest(controls["L0"])
+
+
+def _ratio_floor(max_factor):
+    """The frequency panel's lower limit: under 1/max_factor (PI's ratio at the largest s) and
+    under the power of ten below it, so that tick (0.01 for s up to 100) labels the bottom."""
+    return min(1 / (1.5 * max_factor), 0.8 * 10.0 ** math.floor(math.log10(1 / max_factor)))
 
 
 def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
                      max_factor=64.0):
     """Sliders for the scale factor s, the base b and the trained length L0 redraw the per-pair
-    frequency kept by PI, NTK-aware, YaRN and llama3, the wavelengths, and YaRN's ramp; the
-    readout states the YaRN band. Defaults: notebook 08's head (d = 128, b = 10,000, L0 = 4,096,
-    s = 4). ``config`` (a name for ``load_config`` or a dict) starts from a model's own values.
+    frequency kept by PI, NTK-aware, YaRN and llama3 (top left), YaRN's ramp under it, and the
+    wavelengths (right); the readout states the YaRN band. Defaults: notebook 08's head
+    (d = 128, b = 10,000, L0 = 4,096, s = 4). ``config`` (a name for ``load_config`` or a dict)
+    starts from a model's own values.
     """
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
     if config is not None:
@@ -253,14 +343,22 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     controls = {
         "factor": widgets.FloatSlider(value=factor, min=1.0, max=max_factor,
                                       step=0.5, readout_format=".1f", description="factor",
-                                      **slider_layout("330px")),
+                                      **_slider_layout("280px")),
         "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
-                                     description="base b", **slider_layout("300px")),
+                                     description="base b", **_slider_layout("290px")),
         "L0": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=L0,
-                                      description="trained length L0", **slider_layout("330px")),
+                                      description="trained length L0", **_slider_layout("310px")),
     }
-    fig, (ax_ratio, ax_wave, ax_ramp) = new_figure(figsize=(12.5, 4.2), ncols=3,
-                                                   gridspec_kw=dict(width_ratios=(1.15, 1.15, 0.8)))
+    # Two columns that fit a laptop's output area (9.2 in at 100 dpi): the frequency kept over
+    # YaRN's ramp (same pairs, the band one above the other), the wavelengths on the right;
+    # one key row above both.
+    fig, grid = new_figure(figsize=(9.2, 4.4), ncols=2, nrows=2,
+                           gridspec_kw=dict(height_ratios=(2.1, 1), width_ratios=(1, 1.05)))
+    ax_ratio, ax_ramp = grid[0, 0], grid[1, 0]
+    spec = grid[0, 1].get_subplotspec().get_gridspec()
+    grid[0, 1].remove()
+    grid[1, 1].remove()
+    ax_wave = fig.add_subplot(spec[:, 1])
     pairs = np.arange(r // 2)
     d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
     # Fixed y limits for every slider setting: the slowest wavelength at the largest b and s
@@ -270,13 +368,12 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     top = max(max(w.max() for w in widest["wavelengths"].values()), widest["target"])
     artists = {
         "ratios": plots.draw_frequency_ratios(ax_ratio, pairs, d["ratios"], d["band"],
-                                              xlabel=False, ylim=(1 / (1.5 * max_factor), 1.6)),
+                                              xlabel=False, ylim=(_ratio_floor(max_factor), 1.6)),
         "wavelengths": plots.draw_wavelengths(ax_wave, pairs, d["wavelengths"], L0, d["target"],
-                                              beta_fast, d["band"], xlabel=False,
-                                              ylim=(2.0, 3.0 * top)),
-        "ramp": plots.draw_yarn_ramp(ax_ramp, pairs, d["ramp"], d["band"], xlabel=False),
+                                              beta_fast, d["band"], ylim=(2.0, 3.0 * top)),
+        "ramp": plots.draw_yarn_ramp(ax_ramp, pairs, d["ramp"], d["band"], title=None),
     }
-    fig.supxlabel("pair i (fast → slow)", fontsize=10)
+    ax_ratio.tick_params(labelbottom=False)  # the ramp under it names the pairs
     freeze_layout(fig)
     state = {}
 
@@ -291,6 +388,9 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
         return _scaling_readout(factor, b, L0, r, d, beta_fast, beta_slow)
 
     explorer = Explorer(controls, fig, redraw)
+    # The band's ends and the levels' names move with the sliders: a rehearsal at another
+    # setting, where every one of them moves, saves each slider's first move a full draw.
+    explorer.rehearse(**dict(zip(("factor", "b", "L0"), _elsewhere(controls))))
     explorer.axes = (ax_ratio, ax_wave, ax_ramp)
     explorer.artists, explorer.data = artists, state
     explorer.betas = (beta_fast, beta_slow)
