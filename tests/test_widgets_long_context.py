@@ -30,7 +30,7 @@ def test_initial_readout_is_example_16_at_128k(w):
     assert f"weights {c.weight_flops / 1e12:,.1f} TFLOP" in w.readout            # 2,105.0
     assert f"attention {c.attention_flops / 1e12:,.1f} TFLOP" in w.readout        # 4,503.6
     assert f"attention is {100 * c.attention_share:.1f}%" in w.readout            # 68.1%
-    assert "n = P / (q_dim x L) = 61,264 tokens" in w.readout
+    assert "61,264" not in w.readout  # the crossover never changes: the notebook's text says it
     assert f"Llama-3.1-8B {c.kv_bytes / GIB:.2f} GiB" in w.readout                # 16.00
     gemma = kv_cache_bytes(load_config("Gemma-3-27B"), 131072).total_gib          # 10.61
     assert f"Gemma-3-27B {gemma:.2f} GiB" in w.readout
@@ -67,6 +67,79 @@ def test_dtype_switch_redraws_the_kv_curves(w):
     assert "FP8 (1 B)" in w.readout
     assert f"Llama-3.1-8B {kv_cache_bytes(LLAMA, 131072, dtype_bytes=1).total_gib:.2f} GiB" \
         in w.readout
+
+
+def test_figure_fits_a_laptop_and_its_smallest_text_is_readable(w):
+    """9.3 in: 930 px at JupyterLab's 100 dpi, the output area beside the file browser."""
+    assert w.fig.get_size_inches()[0] <= 9.3 + 1e-9
+    assert w.smallest_text_px() >= 9 * w.fig.dpi / 72 - 1e-9  # 9 pt
+
+
+@pytest.mark.parametrize("dtype_bytes", [4, 2, 1])
+def test_readout_lines_do_not_wrap(w, dtype_bytes):
+    """Three lines of at most 105 characters: unwrapped in JupyterLab's output area (about 108
+    monospace characters at 110% of 13 px in 934 px) and in the presenter (about 112 at 18 px in
+    1,216 px), so the presenter leaves the figure the height that wrapped lines took."""
+    w.controls["dtype_bytes"].value = dtype_bytes
+    for n in (4096, 131072):
+        w.controls["n"].value = n
+        lines = w.readout.splitlines()
+        assert len(lines) == 3 and max(map(len, lines)) <= 105, lines
+        assert dict((b, label) for label, b in lc.KV_DTYPES)[dtype_bytes] in lines[-1]
+
+
+def test_kv_buttons_show_their_whole_labels(w):
+    assert w.controls["dtype_bytes"].style.button_width == "auto"
+
+
+def _line_points(line, n=50):
+    """Points along a line in display coordinates (a line is straight between its vertices on
+    the screen, whatever the axes' scales)."""
+    xy = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
+    t = np.linspace(0, 1, n)[:, None]
+    return np.concatenate([a + t * (b - a) for a, b in zip(xy[:-1], xy[1:])] or [xy])
+
+
+@pytest.mark.parametrize("dtype_bytes", [4, 2, 1])
+def test_legends_are_off_the_curves_and_the_axes(w, dtype_bytes):
+    w.controls["dtype_bytes"].value = dtype_bytes
+    renderer = w.fig.canvas.get_renderer()
+    legends = w.artists["legends"]
+    assert len(legends) == 2 and all(leg in w.fig.legends for leg in legends)
+    assert all(ax.get_legend() is None for ax in w.axes)  # redrawn on every step, were they
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in w.axes:
+            assert not box.overlaps(ax.get_window_extent(renderer))
+            for line in ax.lines:
+                if line.get_visible() and len(line.get_xdata()):
+                    assert not box.count_contains(_line_points(line)), line.get_label()
+
+
+def test_the_kv_axis_stays_put_when_the_number_format_changes(w):
+    ylim = w.axes[1].get_ylim()
+    for b in (4, 1, 2):
+        w.controls["dtype_bytes"].value = b
+        assert w.axes[1].get_ylim() == ylim
+        ys = np.concatenate([ln.get_ydata() for ln in w.artists["kv"]["lines"].values()])
+        assert ylim[0] < ys.min() and ys.max() < ylim[1]
+
+
+def test_needle_heatmap_labels_contrast_with_their_cells():
+    """Black "miss" on dark red was 2.6:1: every label is now at least WCAG AA's 4.5:1."""
+    from lessonlib.plots._style import contrast_ratio
+
+    grid = run_needle_grid(EdgeHeavyModel(), [1000, 4000, 16000], [0, 50, 100], progress=False)
+    view = lc.needle_heatmap(grid)
+    try:
+        image = view.artists["image"]
+        for text in view.axes[0].texts:
+            i, j = (round(v) for v in text.get_position()[::-1])
+            cell = image.cmap(image.norm(grid.found[i, j]))
+            assert contrast_ratio(text.get_color(), cell) >= 4.5, (text.get_text(), i, j)
+        assert {t.get_color() for t in view.axes[0].texts if t.get_text() == "miss"} == {"white"}
+    finally:
+        plt.close(view.fig)
 
 
 def test_needle_heatmap_shows_the_grid_and_its_table():

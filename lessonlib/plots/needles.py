@@ -4,13 +4,17 @@ Each function draws onto an ``ax`` it is given and returns the artists a widget 
 """
 import numpy as np
 
+from ._style import text_colour_on
+
 __all__ = ["draw_needle_heatmap"]
 
 
-def draw_needle_heatmap(ax, result, *, title="Needle in a haystack: found (1) or missed (0)"):
+def draw_needle_heatmap(ax, result, *, title="Needle in a haystack: found (1) or missed (0)",
+                        fontsize=9):
     """A ``needles.NeedleGrid`` as a heatmap: context length down, needle depth across.
 
-    Cells are coloured by the score (1 = found) and labelled ok / miss; a colorbar sits
+    Cells are coloured by the score (1 = found) and labelled ok / miss in black or white,
+    whichever contrasts more with the cell (WCAG AA, at least 4.5:1); a colorbar sits
     beside the axes. Returns ``(image, colorbar)``.
     """
     found = np.asarray(result.found, dtype=float)  # (n_lengths, n_depths)
@@ -22,7 +26,9 @@ def draw_needle_heatmap(ax, result, *, title="Needle in a haystack: found (1) or
     ax.set_ylabel("context length (tokens)")
     ax.set_title(title)
     for (i, j), f in np.ndenumerate(found):
-        ax.text(j, i, "ok" if f else "miss", ha="center", va="center", fontsize=9)
+        ax.text(j, i, "ok" if f else "miss", ha="center", va="center", fontsize=fontsize,
+                color=text_colour_on(image.cmap(image.norm(f))),
+                in_layout=False)  # inside its cell: the layout need not measure it
     colorbar = ax.figure.colorbar(image, ax=ax, ticks=[0, 1])
     colorbar.set_label("retrieved (1 = yes)")
     return image, colorbar

@@ -7,6 +7,8 @@ shows a finished ``needles.NeedleGrid`` with ``lessonlib.plots.needles``; its re
 grid's text table. ``explorer.readout`` is the text a test reads.
 """
 import ipywidgets as widgets
+import numpy as np
+from matplotlib.transforms import blended_transform_factory
 
 from .. import _validate as check
 from ..kv_cache import ENGINES
@@ -15,6 +17,7 @@ from ..plots import kv_cache as plots
 from ..plots.needles import draw_needle_heatmap
 from ..traffic import long_context_cost
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
+from .tinylm import FIGURE_WIDTH
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 
@@ -22,6 +25,9 @@ LLAMA3_8B_PARAMS = 8.03e9  # Llama 3 8B's parameter count (config.json does not 
 KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
+FIGSIZE = (FIGURE_WIDTH, 4.6)  # inches: unscaled in JupyterLab beside the file browser
+LEGEND_BAND = 0.75  # inches under the panels for their legends
+LEGEND_FONT = 9  # points: the figure's smallest text (9 px on a laptop, 12 in the presenter)
 
 
 def _shape(cfg):
@@ -69,11 +75,14 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
                                      value=n, description="context n (tokens)",
                                      layout=widgets.Layout(width="330px"),
                                      style={"description_width": "initial"}),
+        # each button as wide as its label ("F16/BF16 (2 B)" was cut at a fixed 110 px)
         "dtype_bytes": widgets.ToggleButtons(options=list(KV_DTYPES), value=dtype_bytes,
                                              description="KV cache",
-                                             style={"button_width": "110px"}),
+                                             style={"button_width": "auto",
+                                                    "description_width": "initial"}),
     }
-    fig, (ax_flops, ax_kv) = new_figure(figsize=(10.5, 4.3), ncols=2)
+    fig, (ax_flops, ax_kv) = new_figure(figsize=FIGSIZE, ncols=2)
+    fig.get_layout_engine().set(rect=(0, LEGEND_BAND / FIGSIZE[1], 1, 1 - LEGEND_BAND / FIGSIZE[1]))
     artists = {
         "flops": plots.draw_size_curves(ax_flops, lengths, flops, marker_n=n,
                                         ylabel="prefill compute (TFLOP, log scale)",
@@ -83,22 +92,53 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
                                      title=f"KV cache grows with n ({engine} sizing)",
                                      hlines={weights_label: weights_gib}),
     }
+    # One y range for every KV number format: switching it moves the curves, not the axis (and
+    # the axis, drawn once, stays in the blitted background).
+    every_kv = [_kv_gib(configs, lengths, b, engine) for _, b in KV_DTYPES]
+    kv_ylim = _log_ylim([v for kv in every_kv for v in kv.values()] + [[weights_gib]])
+    ax_kv.set_ylim(*kv_ylim)
     state = {}
 
     def redraw(n, dtype_bytes):
         kv = _kv_gib(configs, lengths, dtype_bytes, engine)
         plots.update_size_curves(ax_flops, artists["flops"], {}, marker_n=n)
         plots.update_size_curves(ax_kv, artists["kv"], kv, marker_n=n)
+        ax_kv.set_ylim(*kv_ylim)
         state.clear()
         state.update(flops=flops, kv_gib=kv, cost=costs[lengths.index(n)],
                      at_n={name: v[lengths.index(n)] for name, v in kv.items()})
         return _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine,
                         state, weights_gib)
 
-    explorer = Explorer(controls, fig, redraw)
+    artists["legends"] = _legends_under(fig, (ax_flops, ax_kv))
     freeze_layout(fig)
+    explorer = Explorer(controls, fig, redraw)
     explorer.axes, explorer.artists, explorer.data = (ax_flops, ax_kv), artists, state
     return explorer
+
+
+def _legends_under(fig, axes):
+    """Each panel's legend in the band under it (``LEGEND_BAND`` inches, left free by the
+    layout): inside, the curves ran under it (at F32, the KV panel's upper left is full). A
+    figure's legends are drawn once, with the blitted background."""
+    legends = []
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        under = blended_transform_factory(ax.transAxes, fig.transFigure)  # x: the panel's
+        legends.append(fig.legend(handles, labels, loc="upper center", ncol=2,
+                                  bbox_to_anchor=(0.5, LEGEND_BAND / FIGSIZE[1]),
+                                  bbox_transform=under,
+                                  fontsize=LEGEND_FONT, frameon=False, columnspacing=1.0,
+                                  handlelength=2.4, borderaxespad=0.1))
+    return legends
+
+
+def _log_ylim(curves):
+    ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves])
+    ys = ys[np.isfinite(ys) & (ys > 0)]
+    return ys.min() / 2.5, ys.max() * 2.5
 
 
 def _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine, st, weights_gib):
@@ -106,19 +146,20 @@ def _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine, st
     dtype = dict((b, label) for label, b in KV_DTYPES)[dtype_bytes]
     kv = ", ".join(f"{name} {gib:.2f} GiB" for name, gib in st["at_n"].items())
     own = st["at_n"].get(config)
+    # Three short lines (none wraps in the presenter, so the figure keeps the height): the shape,
+    # the crossover n = P / (q_dim L) and the sizing engine never change, so the notebook's
+    # text and the panel titles say them; the number format is named with its ratio.
     lines = [
-        f"n = {n:,} tokens; {config} shape: {params:.3g} parameters, {layers} layers, "
-        f"q_dim = {heads} x {head_dim} = {heads * head_dim:,}",
-        f"prefill: weights {c.weight_flops / 1e12:,.1f} TFLOP + attention "
+        f"n = {n:,}: prefill weights {c.weight_flops / 1e12:,.1f} TFLOP + attention "
         f"{c.attention_flops / 1e12:,.1f} TFLOP = {c.total_flops / 1e12:,.1f} TFLOP; "
         f"attention is {100 * c.attention_share:.1f}%",
-        f"attention overtakes the weights at n = P / (q_dim x L) = "
-        f"{params / (heads * head_dim * layers):,.0f} tokens",  # 2 P n = 2 n^2 q_dim L
-        f"KV cache at n, {dtype}, {engine} sizing: {kv}",
+        f"KV cache at n: {kv}",
     ]
     if own is not None:
-        lines.append(f"{config}'s cache is {own / weights_gib:.2f} x its weights in 8 bits "
-                     f"({weights_gib:.2f} GiB)")
+        lines.append(f"in {dtype}, {config}'s cache is {own / weights_gib:.2f} x its weights "
+                     f"in 8 bits ({weights_gib:.2f} GiB)")
+    else:
+        lines.append(f"KV cache in {dtype}")
     return "\n".join(lines)
 
 

@@ -5,6 +5,14 @@ loss-over-position panel shows, beside retrieval accuracy against length with a 
 other factories show one finished result (no sliders) with a text readout, like
 ``widgets.long_context.needle_heatmap``. Data come from ``lessonlib.tinylm_results``; drawing
 from ``lessonlib.plots.tinylm``.
+
+Every figure is ``FIGURE_WIDTH`` inches wide: JupyterLab's output area beside the file browser
+(about 930 px at 100 dpi) shows it unscaled, the presenter (130 dpi) in its 1,216 px page. Its
+smallest text is ``MIN_FONT`` points, so it stays at least 9 px on a laptop and two thirds of
+the presenter's 18 px readout after the presenter fits the figure into the screen's height.
+Several panels are stacked rather than set side by side when side by side would shrink them,
+and legends sit outside the data: one legend for the whole figure where the panels share
+their series (it is then drawn once, with the figure's background, not on every slider step).
 """
 import ipywidgets as widgets
 import numpy as np
@@ -15,12 +23,26 @@ from ..plots import tinylm as plots
 from ..tinylm_results import extension_table, label, needle_rows, sink_heads, stream_summary
 from ._base import Explorer, freeze_layout, new_figure, option, slider_layout
 
-__all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "stream_view"]
+__all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "stream_view",
+           "FIGURE_WIDTH", "MIN_FONT"]
+
+FIGURE_WIDTH = 9.3  # inches: 930 px in JupyterLab (100 dpi), 1,209 px in the presenter (130)
+MIN_FONT = 10  # points: the smallest text of notebook 10's figures
+
+
+def _figure_legend(fig, handles, labels, ncol):
+    """One legend for the figure, under its panels (constrained layout leaves it the room). A
+    figure's legend is drawn once, into the blitted background; an axes' legend would be
+    redrawn on every slider step (it cost more than the lines it names)."""
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=MIN_FONT,
+                      frameon=False, columnspacing=1.5, handlelength=2.2)
 
 
 def _table(extension, length):
+    # The length heads the model column: one line fewer under the figure (in the presenter the
+    # figure gets the height the readout leaves).
     head = f"{length} tokens ({length // extension['trained_length']}x the trained 256)"
-    lines = [head, f"{'model / RoPE':32s} {'retrieval':>9s} {'mean loss':>9s} {'loss past 256':>13s}"]
+    lines = [f"{head:32s} {'retrieval':>9s} {'mean loss':>9s} {'loss past 256':>13s}"]
     for model, variant, acc, loss, past in extension_table(extension, length):
         name = label(model, variant)
         lines.append(f"{name:32s} {acc:9.2f} {loss:9.3f} "
@@ -44,21 +66,29 @@ def extension_explorer(extension, *, length=2048, cells=None):
     controls = {"length": widgets.SelectionSlider(
         options=[(f"{n:,}", n) for n in lengths], value=length,
         description="served length", **slider_layout())}
-    fig, (ax_acc, ax_loss) = new_figure(figsize=(11, 4.2), ncols=2)
+    fig, (ax_acc, ax_loss) = new_figure(figsize=(FIGURE_WIDTH, 4.4), ncols=2)
     top = max(max(c["loss_by_position"]) for c in extension["cells"]
               if cells is None or (c["model"], c["variant"]) in cells)
-    artists = {"accuracy": plots.draw_extension_accuracy(ax_acc, extension, cells=cells),
+    artists = {"accuracy": plots.draw_extension_accuracy(ax_acc, extension, cells=cells,
+                                                         legend=False),
                "cursor": plots.draw_length_cursor(ax_acc, length),
                "loss": plots.draw_position_loss(ax_loss, extension, length=length, cells=cells,
-                                                max_length=max(lengths), ylim=(0, 1.05 * top))}
+                                                max_length=max(lengths), ylim=(0, 1.05 * top),
+                                                legend=False)}
+    # Both panels draw each cell in one colour: one legend under them, off every curve (a
+    # legend inside the loss panel sat on the PI curves at 2,048), drawn once.
+    artists["legend"] = _figure_legend(fig, *ax_acc.get_legend_handles_labels(), ncol=3)
 
     def redraw(length):
         artists["cursor"].set_xdata([length, length])
         plots.update_position_loss(ax_loss, artists["loss"], extension, length)
         return _table(extension, length)
 
-    explorer = Explorer(controls, fig, redraw)
     freeze_layout(fig)
+    explorer = Explorer(controls, fig, redraw)
+    # The loss panel's title names the length: a rehearsal at another length saves the first
+    # move a full draw of the background.
+    explorer.rehearse(length=lengths[-1] if length != lengths[-1] else lengths[0])
     explorer.axes, explorer.artists = (ax_acc, ax_loss), artists
     return explorer
 
@@ -82,15 +112,16 @@ def training_view(rows, summary):
     if isinstance(rows, (str, dict)) or not rows:
         raise ValueError(f"rows must be the training log's rows (tinylm_results."
                          f"load_training_log), got {check.describe(rows)}")
-    fig, (ax_loss, ax_acc) = new_figure(figsize=(11, 3.8), ncols=2)
-    lines = plots.draw_training_log(ax_loss, ax_acc, rows,
+    fig, (ax_loss, ax_acc) = new_figure(figsize=(FIGURE_WIDTH, 3.4), ncols=2)
+    lines = plots.draw_training_log(ax_loss, ax_acc, rows, fontsize=MIN_FONT,
                                     curriculum_until=summary["settings"].get("warm_steps", 0))
     b, f, cfg = summary["base"], summary["pi2x"], summary["settings"]
     warm = (f"{cfg['warm_steps']} at {cfg['warm_length']} tokens, then "
             if cfg.get("warm_steps") else "")
+    # Lines short enough not to wrap on a laptop or in the presenter.
     readout = (f"base: {cfg['steps']} steps ({warm}{cfg['steps'] - cfg.get('warm_steps', 0)} at "
-               f"256 tokens) in {b['seconds']:.0f} s; "
-               f"held-out loss {b['eval_loss']:.3f}, retrieval {b['retrieval_acc']:.3f} "
+               f"256 tokens) in {b['seconds']:.0f} s\n"
+               f"base, held out: loss {b['eval_loss']:.3f}, retrieval {b['retrieval_acc']:.3f} "
                f"(chance {summary['chance_acc']:.3f})\n"
                f"PI fine-tune: {summary['settings']['ft_steps']} steps at 512 tokens in "
                f"{f['seconds']:.0f} s; at 512: loss {f['eval_loss']:.3f}, retrieval "
@@ -99,12 +130,20 @@ def training_view(rows, summary):
 
 
 def needle_view(needles):
-    """One needle heatmap per (model, variant) cell, side by side."""
+    """One needle heatmap per (model, variant) cell, stacked (depth across, the same columns
+    in every panel) with one colorbar: side by side, three panels of 11 depths each would
+    shrink their numbers to about 6 px on a laptop."""
     _results("needles", needles, "cells")
     cells = needles["cells"]
-    fig, axes = new_figure(figsize=(5.2 * len(cells), 3.6), ncols=len(cells))
+    fig, axes = new_figure(figsize=(FIGURE_WIDTH, 0.32 * len(needles["lengths"]) * len(cells)
+                                    + 0.45 * len(cells) + 0.6), nrows=len(cells))
     axes = np.atleast_1d(axes)
-    artists = [plots.draw_needle_fractions(ax, needles, c) for ax, c in zip(axes, cells)]
+    artists = [plots.draw_needle_fractions(ax, needles, c, fontsize=MIN_FONT, colorbar=False,
+                                           xlabel=(k == len(cells) - 1))
+               for k, (ax, c) in enumerate(zip(axes, cells))]
+    bar = fig.colorbar(artists[0][0], ax=list(axes), ticks=[0, 0.5, 1], aspect=30)
+    bar.set_label(f"found ({needles['trials']} trials)")
+    artists = [(image, bar) for image, _ in artists]
     lines = []
     for c in cells:
         rows = needle_rows(needles, c)
@@ -118,9 +157,12 @@ def sink_view(sinks, *, key="mass_first1"):
     _results("sinks", sinks, "cells")
     key = check.choice("key", key, ("mass_first1", "mass_first4"))
     cells = sinks["cells"]
-    fig, axes = new_figure(figsize=(5.0 * len(cells), 3.4), ncols=len(cells))
+    fig, axes = new_figure(figsize=(FIGURE_WIDTH, 3.6), ncols=len(cells))
     axes = np.atleast_1d(axes)
-    artists = [plots.draw_sink_mass(ax, c, key=key) for ax, c in zip(axes, cells)]
+    artists = [plots.draw_sink_mass(ax, c, key=key, fontsize=MIN_FONT, colorbar=False)
+               for ax, c in zip(axes, cells)]
+    bar = fig.colorbar(artists[0][0], ax=list(axes))  # one scale (0..1) for every panel
+    artists = [(image, bar) for image, _ in artists]
     lines = []
     for c in cells:  # no uniform-attention baseline: notebook 10's exercise 2 asks for it
         top = sink_heads(c, key=key, top=3)
@@ -132,8 +174,10 @@ def sink_view(sinks, *, key="mass_first1"):
 def stream_view(streaming):
     """Loss over position through each cache, with the means before and after eviction."""
     _results("streaming", streaming, "cache_tokens")
-    fig, ax = new_figure(figsize=(9, 3.8))
-    lines = plots.draw_stream_loss(ax, streaming)
+    fig, ax = new_figure(figsize=(FIGURE_WIDTH, 3.9))
+    lines = plots.draw_stream_loss(ax, streaming, legend=False)
+    # Under the axes, in one row: inside, it hid the window's peak near position 2,700.
+    _figure_legend(fig, lines, [line.get_label() for line in lines], ncol=len(lines))
     summary = stream_summary(streaming, streaming["cache_tokens"])
     readout = "\n".join(
         f"{name:7s} loss before {streaming['cache_tokens']}: {s['early_loss']:.3f}, after: "
