@@ -41,11 +41,33 @@ VIEWS = {"training": lambda: W.training_view(ROWS, SUMMARY),
          "streaming": lambda: W.stream_view(STREAMING)}
 
 
+def _drawn(name):
+    v = VIEWS[name]()
+    v.fig.canvas.draw()
+    return name, v
+
+
 @pytest.fixture(params=list(VIEWS))
 def view(request):
-    v = VIEWS[request.param]()
-    v.fig.canvas.draw()
-    yield request.param, v
+    name, v = _drawn(request.param)
+    yield name, v
+    plt.close(v.fig)
+
+
+@pytest.fixture(params=["needles", "sinks"])
+def heatmap_view(request):
+    """The views that print numbers on coloured cells."""
+    name, v = _drawn(request.param)
+    yield name, v
+    plt.close(v.fig)
+
+
+@pytest.fixture(params=["extension", "streaming"])
+def shared_legend_view(request):
+    """The views with one legend under their panels (the others keep theirs in a free corner
+    of each axes: test_training_legends_are_off_the_curves)."""
+    name, v = _drawn(request.param)
+    yield name, v
     plt.close(v.fig)
 
 
@@ -60,10 +82,8 @@ def test_every_view_fits_a_laptop_with_readable_text(view):
     assert v.smallest_text_px() >= W.MIN_FONT * v.fig.dpi / 72 - 1e-9
 
 
-def test_numbers_on_cells_contrast_with_their_cell(view):
-    name, v = view
-    if name not in ("needles", "sinks"):
-        pytest.skip("no numbers on coloured cells")
+def test_numbers_on_cells_contrast_with_their_cell(heatmap_view):
+    _, v = heatmap_view
     for ax, (image, _) in zip(v.axes, v.artists["heatmaps"]):
         values = np.asarray(image.get_array())
         assert len(ax.texts) == values.size
@@ -85,10 +105,8 @@ def test_needle_panels_are_stacked_with_one_colorbar():
         plt.close(v.fig)
 
 
-def test_shared_legends_sit_under_the_panels(view):
-    name, v = view
-    if name not in ("extension", "streaming"):
-        pytest.skip("legends inside their axes, in a free corner (next test)")
+def test_shared_legends_sit_under_the_panels(shared_legend_view):
+    name, v = shared_legend_view
     renderer, axes = _boxes(v)
     assert len(v.fig.legends) == 1 and all(ax.get_legend() is None for ax in v.axes)
     box = v.fig.legends[0].get_window_extent(renderer)
