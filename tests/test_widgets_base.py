@@ -206,3 +206,60 @@ def test_rehearse_draws_elsewhere_and_comes_back_without_moving_a_control():
     assert w.values == values and w.readout == readout and not moved
     with pytest.raises(ValueError, match="no control named"):
         w.rehearse(windw=16)
+
+
+# ------------------------------------------------------------------ frames a browser asks for
+def _ipympl_explorer():
+    """An Explorer on a real ipympl canvas and manager (no browser: frames go nowhere), with
+    its full renders and sent frames counted."""
+    import matplotlib.figure
+    from ipympl.backend_nbagg import Canvas, FigureManager
+
+    fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50, layout="constrained")
+    canvas = Canvas(fig)
+    FigureManager(canvas, 0)
+    _base.fast_frames(canvas)
+    _base.resend_current_frames(canvas)
+    ax = fig.add_subplot()
+    (line,) = ax.plot([0, 1, 2], [0, 1, 0])
+    ax.set_ylim(0, 3)
+    _base.freeze_layout(fig)
+    renders, frames = [], []
+    full = fig.draw
+    fig.draw = lambda renderer: renders.append(1) or full(renderer)
+    canvas.send_binary = lambda data: frames.append(_decode(data))
+    w = _base.Explorer({"y": widgets.FloatSlider(value=1.0, min=0.0, max=3.0)}, fig,
+                       lambda y: line.set_ydata([0, y, 0]) or f"y = {y}")
+    return w, line, renders, frames
+
+
+def test_an_updated_figure_is_fresh_and_a_refresh_resends_its_frame_without_rendering():
+    """After each update the canvas holds the current frame: pyplot's draw_all (after every
+    widget message) finds nothing stale, and ipympl's refresh of a new view resends it."""
+    w, line, renders, frames = _ipympl_explorer()
+    w.controls["y"].value = 2.5
+    assert not w.fig.stale
+    current = pixels(w.fig)
+    n = len(renders)
+    w.fig.canvas.handle_refresh({})  # a view opens: ipympl forces a full frame
+    w.fig.canvas.draw()  # the draw the browser then asks for
+    assert len(renders) == n  # nothing rendered again
+    np.testing.assert_array_equal(frames[-1], current)  # the full frame, as it is
+    w.fig.canvas.draw()
+    assert len(renders) == n
+
+
+@pytest.mark.parametrize("change", ["artist", "size", "dpi"])
+def test_a_changed_figure_is_rendered_in_full(change):
+    w, line, renders, frames = _ipympl_explorer()
+    n = len(renders)
+    if change == "artist":
+        line.set_color("red")  # outside any Explorer update: the figure is stale
+    elif change == "size":
+        w.fig.set_size_inches(4, 2, forward=False)
+    else:
+        w.fig.canvas._set_device_pixel_ratio(2)  # a HiDPI screen: the dpi doubles
+    w.fig.canvas.draw()
+    assert len(renders) == n + 1
+    assert not w.fig.stale
+    assert frames[-1].shape[:2] == pixels(w.fig).shape[:2]

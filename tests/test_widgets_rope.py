@@ -1,11 +1,10 @@
 """Drive the notebook 07-08 widgets headlessly: move a control, then the readout and the
 plotted data must be what lessonlib.rope computes for the new value."""
+import functools
 import math
 import re
-import time
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -171,22 +170,6 @@ def test_clock_figure_fits_and_its_key_is_off_the_data():
     assert not ax_clock.texts and len(ax_clock.lines) == 3 * len(w.pairs)
     assert [t.get_text() for t in w.artists["clock"]["face"] if hasattr(t, "get_text")
             and t.get_text().startswith("pair")] == [f"pair {p}" for p in w.pairs]
-
-
-def test_clock_explorer_update_is_fast():
-    """The Python side of a slider step (compute and blitted draw) stays well under 40 ms:
-    measured against one full draw of the same figure, which it must beat by far."""
-    w = W.clock_explorer()
-    full = min(_timed(lambda: w.fig.canvas.draw()) for _ in range(3))
-    step = sorted(_timed(lambda v=v: w.controls["fine"].__setattr__("value", v))
-                  for v in (0, 1, 2, 3, 4))[2]
-    assert step < 0.6 * full, (step, full)
-
-
-def _timed(f):
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
 
 
 def test_clock_explorer_rejects_pairs_outside_the_head():
@@ -357,42 +340,44 @@ def test_scaling_explorer_rehearsal_leaves_it_at_its_setting():
     assert w.artists["wavelengths"]["labels"]["target"].get_position()[1] == 16384
 
 
-def test_scaling_explorer_update_is_fast():
-    w = W.scaling_explorer()
-    full = min(_timed(lambda: w.fig.canvas.draw()) for _ in range(3))
-    step = sorted(_timed(lambda v=v: w.controls["factor"].__setattr__("value", v))
-                  for v in (5.0, 5.5, 6.0, 6.5, 7.0))[2]
-    assert step < 0.6 * full, (step, full)
-
-
 def test_scaling_explorer_rejects_a_factor_off_the_slider():
     with pytest.raises(ValueError, match=r"factor must be a number >= 1.0 and <= 64.0"):
         W.scaling_explorer(factor=0.5)
 
 
-def test_redraw_is_fast_relative_to_a_plain_line_plot():
-    """A slider move (compute, update in place, draw) costs a small multiple of the simplest
-    figure (one 64-point line on a log axis), measured side by side on this machine."""
-    fig, ax = plt.subplots()
-    x = np.arange(64)
-    line, = ax.plot(x, np.exp(-x / 10))
-    ax.set_yscale("log")
-    fig.canvas.draw()
+@pytest.mark.parametrize("make, key, values", [
+    (W.clock_explorer, "fine", (0, 1, 2, 3, 4)),
+    (W.clock_explorer, "coarse", [20480 + 1024 * i for i in range(5)]),
+    (W.scaling_explorer, "factor", (5.0, 5.5, 6.0, 6.5, 7.0)),
+])
+def test_a_slider_step_draws_only_what_changes(monkeypatch, make, key, values):
+    """A step's cost is mostly text: a step renders no background (no Figure.draw) and draws
+    at most a tenth of the texts a full draw does. Counted, not timed (times on these machines
+    are noise; benchmarks/widget_steps.py measures them side by side)."""
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+    counts = {"figure": 0, "text": 0}
 
-    def median_ms(step, n=5):
-        times = []
-        for i in range(n):
-            t = time.perf_counter()
-            step(i)
-            times.append(time.perf_counter() - t)
-        return 1e3 * sorted(times)[n // 2]
+    def counting(name, draw):
+        @functools.wraps(draw)
+        def counted(self, *args, **kwargs):
+            counts[name] += 1
+            return draw(self, *args, **kwargs)
+        return counted
 
-    base = median_ms(lambda i: (line.set_ydata(np.exp(-x / (10 + i))), fig.canvas.draw()))
-    w = W.scaling_explorer()
-    c = W.clock_explorer()
-    scaling = median_ms(lambda i: w.controls["factor"].__setattr__("value", 5.0 + i))
-    clock = median_ms(lambda i: c.controls["coarse"].__setattr__("value", 20480 + 1024 * i))
-    assert scaling < 6 * base and clock < 5 * base, (base, scaling, clock)
+    monkeypatch.setattr(Figure, "draw", counting("figure", Figure.draw))
+    monkeypatch.setattr(Text, "draw", counting("text", Text.draw))
+    w = make()
+    counts.update(figure=0, text=0)
+    w.fig.canvas.draw()
+    full = dict(counts)
+    assert full["figure"] == 1 and full["text"] > 20
+    for v in values:
+        counts.update(figure=0, text=0)
+        w.controls[key].value = v
+        assert w.values[key] == v
+        assert counts["figure"] == 0, f"{key} = {v}: the whole figure was drawn again"
+        assert counts["text"] <= full["text"] / 10, (key, v, counts, full)
 
 
 # ------------------------------------------------------------------ bad inputs

@@ -93,6 +93,7 @@ def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
         # stays 0 x 0 (no figure at all). The browser tests catch this.
         canvas.syncing_data_url = False
         fast_frames(canvas)
+        resend_current_frames(canvas)
     return fig, axes
 
 
@@ -127,6 +128,33 @@ def fast_frames(canvas):
         return png_rgba(output.view(np.uint8).reshape((*output.shape, 4)))
 
     canvas.get_diff_image = get_diff_image
+
+
+def resend_current_frames(canvas):
+    """Answer a browser's request for a full frame with the frame already drawn, when nothing
+    has changed since it was drawn.
+
+    ipympl asks for a full draw when a view opens (its "refresh", twice per figure when
+    Voila opens a page) and whenever the figure is stale after a kernel message (pyplot's
+    ``draw_all`` runs after every widget message). ``Explorer`` leaves the figure's complete
+    current frame in the canvas's buffer after each update and marks the figure fresh, so a
+    full draw there would render the same pixels again: a fifth of a second per figure on
+    notebook 10, while the next key press waits. A stale figure, or one whose size or dpi
+    changed since its last frame, is drawn in full as before.
+    """
+    if not (hasattr(canvas, "manager") and hasattr(canvas, "_png_is_old")):
+        return  # not a webagg-style canvas: its draws send nothing anywhere
+    full_draw = canvas.draw
+
+    def draw():
+        fig = canvas.figure
+        size = (*canvas.get_width_height(physical=True), fig.dpi)
+        if fig.stale or getattr(canvas, "_lastKey", None) != size or canvas.manager is None:
+            return full_draw()
+        canvas._png_is_old = True  # the buffer holds the frame: send it (full or diff)
+        canvas.manager.refresh_all()
+
+    canvas.draw = draw
 
 
 def png_rgba(rgba, level=1):
@@ -294,6 +322,9 @@ class Explorer:
         for parent, a in sorted(self._changing_artists(), key=lambda pa: pa[1].get_zorder()):
             parent.draw_artist(a)
         canvas.blit(self.fig.bbox)
+        # The buffer now holds the whole current frame. Left stale, the figure would be drawn
+        # again in full after the widget message that moved a control (pyplot's draw_all).
+        self.fig.stale = False
 
     @property
     def ui(self):
