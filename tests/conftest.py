@@ -25,10 +25,16 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 @pytest.fixture(autouse=True)
 def close_figures():
-    """Every figure a test opened is closed after it (widget tests open many)."""
+    """Every figure a test opened is closed after it (widget tests open many), and pyplot's
+    backend is Agg again: importing ipympl's backend module makes it pyplot's backend, and the
+    tests after would silently get ipympl canvases (whose draws may resend a frame instead of
+    rendering it)."""
     yield
     if "matplotlib.pyplot" in sys.modules:
-        sys.modules["matplotlib.pyplot"].close("all")
+        plt = sys.modules["matplotlib.pyplot"]
+        plt.close("all")
+        if plt.get_backend().lower() != "agg":
+            plt.switch_backend("Agg")
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """What the browser tests share: Chromium from apt, server processes, JupyterLab actions, and a
 lessonlib widget on a page (sliders, ipympl canvas, readout) moved with the keyboard and timed.
 
-Selectors and flags: /work/shared/NOTEBOOK-TESTING.md (measured with JupyterLab 4.6,
-ipywidgets 8.1, ipympl 0.10, Voila 0.5, Debian's Chromium 156).
+Selectors and flags were measured with JupyterLab 4.6, ipywidgets 8.1, ipympl 0.10, Voila 0.5
+and Debian's Chromium 156; each is explained where it is used.
 """
 import os
 import re
