@@ -1,21 +1,26 @@
 """lessonlib: the tested numerics behind the attention and long-context notebooks.
 
-Modules (import the one you need; importing the package does nothing else):
+Modules (import the one you need; importing the package does nothing else); docs/API.md is
+the contract of their public names (arguments, shapes, dtypes, units, errors):
   softmax      online softmax, step traces, the online attention row (with a learned sink)
   attention    masks, naive and tiled (FlashAttention-style) attention in numpy
   traffic      memory-traffic, score-matrix and long-context cost accounting
-  kernel_plan  the Triton kernel's tile plan in plain Python (no triton needed)
+  kernel_plan  the Triton kernel's tile plan and tile codes in plain Python (no triton needed)
   triton_attention   the Triton FlashAttention kernel (torch tensors)
   engines      engines' own rules: vLLM's attention-backend choice, llama.cpp's context shift
+               and the tokens its cache holds after shifting
   rope         RoPE frequencies and every scaling variant, read from config.json dicts
-  kv_cache     KV-cache bytes per token and whole-cache sizing by each engine's rule
+  kv_cache     KV-cache bytes per token, whole-cache sizing by each engine's rule, llama.cpp's
+               compute buffer, GQA head maps and MLA's absorbed scores
   streaming    sliding-window ring buffer, receptive field, StreamingLLM sink cache
   needles      needle-in-a-haystack prompts, grids and an example model
   kvtask, tinylm, tinylm_results   notebook 10's task, its tiny model (torch) and the
                committed results (numpy only)
   configs      real models' config.json files, by name
   runtime, requires   which packages this platform gets, and the %%requires cell magic
-  plots, widgets, checks   the notebooks' figures, sliders and exercise checks
+  plots, widgets, checks   the notebooks' figures, sliders and exercise checks, one module
+               per topic each (importing plots or widgets loads matplotlib, widgets ipywidgets;
+               checks needs neither)
 
 Every public function checks its arguments (lessonlib._validate): a bad one is a ValueError
 that names it.

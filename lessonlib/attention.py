@@ -1,5 +1,8 @@
 """Naive and tiled (FlashAttention-style) attention in numpy, with one masking rule for all.
 
+The contract is docs/API.md, "Attention semantics" (stated again below) and its section on this
+module.
+
 Shapes:
     q (hq, nq, d) or (nq, d); k (hkv, nk, d) or (nk, d); v (hkv, nk, dv) or (nk, dv).
     hq % hkv == 0 and query head h reads KV head h // (hq // hkv)   (GQA; MQA is hkv = 1).
@@ -29,7 +32,9 @@ from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
 __all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
-           "AttentionInputs", "DEFAULT_BLOCK_Q", "DEFAULT_BLOCK_K"]
+           "AttentionInputs", "DEFAULT_BLOCK_Q", "DEFAULT_BLOCK_K", "TILE_SKIPPED",
+           "TILE_MASKED", "TILE_FULL", "block_map", "MASK_HIDDEN", "MASK_WINDOW", "MASK_SINK",
+           "mask_codes"]
 
 # The fastest sizes benchmarks/attention_cpu.py found on a 2-core machine (see RESULTS.md).
 DEFAULT_BLOCK_Q = 256
@@ -170,10 +175,60 @@ def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_token
 
 
 def _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
-    """True when every (query, key) pair of the tile is visible: no mask needed."""
-    causal_ok = not causal or j1 - 1 <= q_lo
-    window_ok = window is None or (q_hi - 1) - j0 < window or j1 <= sink_tokens
-    return causal_ok and window_ok
+    """True when every (query, key) pair of the tile is visible: no mask needed. Key bounds
+    j0, j1 may be arrays (one tile per element of a query block's row): one answer each."""
+    causal_ok = np.logical_or(not causal, np.asarray(j1) - 1 <= q_lo)
+    if window is None:
+        return causal_ok
+    return causal_ok & (((q_hi - 1) - np.asarray(j0) < window) | (np.asarray(j1) <= sink_tokens))
+
+
+# ------------------------------------------------------------------ what a tile, a cell is
+# The one set of tile codes: the numpy plan (block_map), the Triton kernel's plan and record
+# (kernel_plan, triton_attention.kernel_tile_map) and every figure of them use these.
+TILE_SKIPPED = 0  # never visited: the mask hides every pair of the tile
+TILE_MASKED = 1  # visited with the mask applied (diagonal, window edge, sinks, ragged end)
+TILE_FULL = 2  # visited without a mask: every key is visible to every query of the tile
+
+# The codes of one (query, key) cell of a causal mask with a window and sinks (mask_codes).
+MASK_HIDDEN = 0  # the query cannot see the key
+MASK_WINDOW = 1  # inside the query's window (or its causal range, without a window)
+MASK_SINK = 2  # outside the window, seen only because it is one of the first sink_tokens keys
+
+
+def block_map(n, block, *, causal=True):
+    """int8 (T, T), T = ceil(n / block): what ``tiled_attention`` does with each (query block,
+    key block) tile of n queries over n keys with block_q = block_k = block.
+
+    TILE_SKIPPED where ``key_blocks`` leaves the key block out, TILE_FULL where the mask hides
+    nothing inside the tile (no mask is applied: under the causal mask, the tile's last key is
+    at or before its first query), TILE_MASKED otherwise. A ragged last block is classified by
+    its real rows and keys only.
+    """
+    n, block = positive_int("n", n), positive_int("block", block)
+    causal = check.flag("causal", causal)
+    t = -(-n // block)
+    codes = np.full((t, t), TILE_SKIPPED, dtype=np.int8)  # 16 KiB at T = 128
+    for i, q_lo in enumerate(range(0, n, block)):
+        q_hi = min(q_lo + block, n)  # queries q_lo..q_hi-1 sit at positions q_lo..q_hi-1
+        j0 = np.array(key_blocks(q_lo, q_hi, n, block, causal=causal))  # visited key blocks
+        full = _tile_fully_visible(q_lo, q_hi, j0, np.minimum(j0 + block, n), causal, None, 0)
+        codes[i, j0 // block] = np.where(full, TILE_FULL, TILE_MASKED)
+    return codes
+
+
+def mask_codes(n, window, sink_tokens):
+    """int8 (n, n): each (query p, key j) cell of the causal mask over n tokens with window
+    ``window`` (None: no window) and the first ``sink_tokens`` keys kept, classified:
+    MASK_WINDOW where the window (or causality alone) shows the key, MASK_SINK where only the
+    sink rule does, MASK_HIDDEN where the query cannot see it (``attention_mask`` is False)."""
+    n = positive_int("n", n)
+    visible = attention_mask(n, n, causal=True, window=window, sink_tokens=sink_tokens)
+    in_window = attention_mask(n, n, causal=True, window=window)  # (n, n)
+    codes = np.full((n, n), MASK_HIDDEN, dtype=np.int8)
+    codes[visible] = MASK_SINK
+    codes[in_window] = MASK_WINDOW
+    return codes
 
 
 def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out):

@@ -7,9 +7,11 @@ program (query block), and ``kernel_tile_plan`` turns it into the tile map that
 tile for tile. The plan needs no triton (it works before ``TRITON_INTERPRET`` is decided) and
 lays out a map in a millisecond, where the interpreter takes seconds.
 
-The kernel's constants that need no GPU (``LOG2_E``, ``block_d``) live here too, and
-``kernel_source`` reads the kernel's own lines from its file, so a notebook can read the kernel
-on a machine that has no triton (macOS, Windows).
+The tile codes (``TILE_SKIPPED``, ``TILE_MASKED``, ``TILE_FULL``) are ``lessonlib.attention``'s:
+one set for the numpy plan (``attention.block_map``), this plan and the kernel's record. The
+kernel's constants that need no GPU (``LOG2_E``, ``block_d``) live here, and ``kernel_source``
+reads the kernel's own lines from its file, so a notebook can read the kernel on a machine that
+has no triton (macOS, Windows).
 """
 import ast
 from collections import namedtuple
@@ -19,14 +21,13 @@ import numpy as np
 
 from . import _validate as check
 from ._validate import int_at_least
+from .attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED  # the one set of tile codes
 
-__all__ = ["TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "Stretch", "STRETCH_NAMES",
-           "kernel_key_stretches", "stretch_blocks", "kernel_tile_plan", "kernel_tile_counts",
-           "LOG2_E", "block_d", "kernel_source"]
+__all__ = ["Stretch", "STRETCH_NAMES", "kernel_key_stretches", "stretch_blocks",
+           "kernel_tile_plan", "kernel_tile_counts", "LOG2_E", "block_d", "kernel_source"]
 
-TILE_SKIPPED = 0  # the loop bounds never reach it: the mask hides the whole tile
-TILE_MASKED = 1  # computed with the mask applied (diagonal, window edge, sink block, ragged end)
-TILE_FULL = 2  # computed without a mask: every key is visible to every query of the block
+# The kernel records TILE_SKIPPED where its loop bounds never reach a tile, TILE_MASKED where
+# it applies the mask (diagonal, window edge, sink block, ragged end), TILE_FULL elsewhere.
 
 # One call of `_attend_to_key_blocks`: keys [start, end), visited BLOCK_N at a time from start.
 Stretch = namedtuple("Stretch", "name start end masked")

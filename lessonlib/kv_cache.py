@@ -8,8 +8,10 @@ Everything is read from a model's ``config.json`` dict (``lessonlib.configs.load
     num_hidden_layers            L, the layer count
     num_key_value_heads          h_kv (falls back to num_attention_heads, as in HuggingFace);
                                  it must divide num_attention_heads (GQA groups)
+    num_attention_heads          h_q, the query heads
     head_dim                     d_h (else hidden_size / num_attention_heads)
     kv_lora_rank, qk_rope_head_dim    MLA (DeepSeek): one latent c plus the decoupled RoPE key
+    qk_nope_head_dim, v_head_dim      MLA's per-head widths: keys qk_nope + qk_rope, values v
     layer_types / sliding_window_pattern / max_window_layers / sliding_window /
     use_sliding_window           which layers are sliding-window ("local") and their window W
 
@@ -21,6 +23,9 @@ One layer caches, per token (one "cell" in llama.cpp, one slot of a block in vLL
 
 A whole cache is a sum over two kinds of layers, global (full attention) and sliding-window,
 each sized by the engine's own rule (see ``kv_cache_bytes``).
+
+``model_shape`` is the one reading of the attention shape (L, h_q, h_kv, d_h, q_dim) that
+widgets, checks and notebooks use: the rules above, with their errors, in one place.
 """
 from dataclasses import dataclass
 from typing import Mapping
@@ -33,6 +38,7 @@ from ._validate import non_negative_int, positive_int
 from .traffic import GIB, MIB, score_slice_bytes
 
 __all__ = [
+    "model_shape", "ModelShape",
     "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "layer_windows", "swa_pattern",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks",
@@ -96,6 +102,64 @@ def _head_dim(cfg):
     return hidden // heads
 
 
+def _head_dims(cfg):
+    """(d_k, d_v): the widths of one head's key (and query) and value. MLA-shaped configs
+    (DeepSeek) give them apart: keys qk_nope + qk_rope wide, values v_head_dim; every other
+    model has one d_h for both (``_head_dim``)."""
+    if cfg.get("qk_nope_head_dim") is not None:
+        return (_int_key(cfg, "qk_nope_head_dim") + _int_key(cfg, "qk_rope_head_dim"),
+                _int_key(cfg, "v_head_dim"))
+    d_h = _head_dim(cfg)
+    return d_h, d_h
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A model's attention shape, read from its config.json by ``model_shape``.
+
+    layers      L, ``num_hidden_layers``
+    heads       h_q, ``num_attention_heads`` (query heads)
+    kv_heads    h_kv, ``num_key_value_heads`` (h_q when absent, as in HuggingFace); divides h_q
+    head_dim    d_h of a query and key head: ``head_dim``, else ``hidden_size /
+                num_attention_heads``; ``qk_nope_head_dim + qk_rope_head_dim`` for MLA
+    v_head_dim  d_v of a value head: d_h, or ``v_head_dim`` for MLA
+    q_dim       h_q x d_h, the width of Q: the ``q_dim`` of the attention FLOPs 2 n^2 q_dim L
+    kv_dim      h_kv x d_h, the width of K (an MLA cache stores its latent instead:
+                ``kv_bytes_per_token``)
+    """
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int
+
+    @property
+    def q_dim(self):
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self):
+        return self.kv_heads * self.head_dim
+
+
+def model_shape(config):
+    """The attention shape of a config.json dict (a multimodal one's ``text_config``).
+
+    Llama-3.1-8B: 32 layers, 32 query heads, 8 KV heads, d_h = 4096 / 32 = 128, q_dim 4,096;
+    DeepSeek-V3: 61 layers, 128 heads of 128 + 64 (keys) and 128 (values). Every key is read
+    as ``kv_bytes_per_token`` reads it, with its errors (a missing or non-integer key, a head
+    count that does not divide, a ``hidden_size`` that is no multiple of the heads), which
+    name the config key. RoPE's rotary dim is ``rope.rotary_dim(config)``: it depends on the
+    rope parameters and, for some models, on the layer type.
+    """
+    cfg = _text_config(config)
+    layers = _int_key(cfg, "num_hidden_layers")
+    heads = _int_key(cfg, "num_attention_heads")
+    kv_heads = _kv_heads(cfg)
+    d_k, d_v = _head_dims(cfg)
+    return ModelShape(layers, heads, kv_heads, d_k, d_v)
+
+
 def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     """Bytes one layer caches for one token: one llama.cpp cell, one vLLM block slot."""
     cfg = _text_config(config)
@@ -103,13 +167,9 @@ def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     if cfg.get("kv_lora_rank") is not None:  # MLA: latent c plus the shared RoPE key
         return (_int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
     h_kv = _kv_heads(cfg)
-    if cfg.get("qk_nope_head_dim") is not None:
-        # an MLA-shaped model run without the latent (notebook 05's "same model as MHA"):
-        # keys are qk_nope + qk_rope wide, values v_head_dim wide
-        d_k = _int_key(cfg, "qk_nope_head_dim") + _int_key(cfg, "qk_rope_head_dim")
-        d_v = _int_key(cfg, "v_head_dim")
-    else:
-        d_k = d_v = _head_dim(cfg)
+    # an MLA-shaped model run without the latent (notebook 05's "same model as MHA") has
+    # keys qk_nope + qk_rope wide and values v_head_dim wide
+    d_k, d_v = _head_dims(cfg)
     return h_kv * (d_k + d_v) * dtype_bytes
 
 

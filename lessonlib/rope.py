@@ -22,8 +22,11 @@ the position axis):
     llama3    wavelength-thresholded blend (Llama 3.1)
     longrope  theta_i / ext_i with per-pair factors, short or long set by seq_len (Phi-3)
 
-``rope_frequencies(config)`` returns ``(inv_freq, attention_factor)`` exactly as HuggingFace
-transformers' ``ROPE_INIT_FUNCTIONS`` does (float64 here, float32 there). It fails loudly, with a
+``scaling_parameters(config)`` reads what a rope type reads (b, r, s, L0, YaRN's betas and band,
+llama3's bands, longrope's lists), checked and resolved, into a frozen ``ScalingParameters``: the
+one place the upper layers get L0 and s from. ``rope_frequencies(config)`` computes from it and
+returns ``(inv_freq, attention_factor)`` exactly as HuggingFace
+transformers' ``ROPE_INIT_FUNCTIONS`` does (float64 here, float32 there). Both fail loudly, with a
 ``ValueError`` naming the key, on configs that HF only warns about: a key the rope type does not
 read (``"facter"``, a ``factor`` under ``default``), a factor below 1, beta_fast < beta_slow, and
 a YaRN config whose band of ramped pairs is empty (HF then builds an inverted ramp).
@@ -38,7 +41,7 @@ numbers are finite reals (not bools or strings), and an error names the argument
 """
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -46,7 +49,8 @@ import numpy as np
 from . import _validate as check
 
 __all__ = [
-    "ROPE_TYPES", "INV_FREQ", "rope_frequencies", "rope_parameters", "rotary_dim", "apply_rope",
+    "ROPE_TYPES", "INV_FREQ", "ScalingParameters", "scaling_parameters", "rope_frequencies",
+    "rope_parameters", "rotary_dim", "apply_rope",
     "neox_to_gptj_order", "cos_sin_table", "rope_cos_sin", "wavelengths", "turns_within",
     "largest_trained_angle", "angle_at", "pairs_never_turning", "ntk_base",
     "yarn_correction_dim", "yarn_correction_range", "yarn_ramp", "yarn_mscale",
@@ -298,7 +302,8 @@ def rotary_dim(config, *, layer_type=None):
 
 
 # ------------------------------------------------------------------------------------------
-# One function per rope type: (b, r, p, seq_len) -> (inv_freq float64 (r/2,), attention_factor)
+# One pair of functions per rope type: _READ[type](b, r, p) -> the keys it reads, checked (the
+# fields of ScalingParameters); INV_FREQ[type](sp, seq_len) -> inv_freq float64 (r/2,)
 # ------------------------------------------------------------------------------------------
 
 def _theta(b, r):
@@ -306,12 +311,20 @@ def _theta(b, r):
     return 1.0 / b ** (np.arange(0, r, 2, dtype=np.float64) / r)
 
 
-def _default(b, r, p, seq_len):
-    return _theta(b, r), 1.0
+def _read_default(b, r, p):
+    return {}
 
 
-def _linear(b, r, p, seq_len):
-    return _theta(b, r) / p.factor(), 1.0  # PI: position m is read as m / s
+def _default(sp, seq_len):
+    return _theta(sp.base, sp.rotary_dim)
+
+
+def _read_factor(b, r, p):
+    return dict(factor=p.factor())
+
+
+def _linear(sp, seq_len):
+    return _theta(sp.base, sp.rotary_dim) / sp.factor  # PI: position m is read as m / s
 
 
 def ntk_base(b, s, r):
@@ -339,25 +352,36 @@ def _require_r_above_2(r, p):
                          "partial_rotary_factor")
 
 
-def _ntk(b, r, p, seq_len):
+def _read_ntk(b, r, p):
     _require_r_above_2(r, p)
-    return _theta(ntk_base(b, p.factor(), r), r), 1.0
+    return dict(factor=p.factor())
 
 
-def _dynamic(b, r, p, seq_len):
-    """HF's dynamic NTK: L = max(seq_len, Lmax) (Lmax when seq_len is None)."""
+def _ntk(sp, seq_len):
+    return _theta(ntk_base(sp.base, sp.factor, sp.rotary_dim), sp.rotary_dim)
+
+
+def _read_dynamic(b, r, p):
+    """HF's dynamic rule reads max_position_embeddings as the trained length Lmax = L0."""
     _require_r_above_2(r, p)
     s, l_max = p.factor(), p.max_position_embeddings()
+    return dict(factor=s, original_max=l_max, original_max_key="max_position_embeddings",
+                max_position_embeddings=l_max)
+
+
+def _dynamic(sp, seq_len):
+    """HF's dynamic NTK: L = max(seq_len, Lmax) (Lmax when seq_len is None)."""
+    b, r, s, l_max = sp.base, sp.rotary_dim, sp.factor, sp.max_position_embeddings
     L = l_max if seq_len is None else max(seq_len, l_max)
     try:
         b_new = b * ((s * L / l_max) - (s - 1)) ** (r / (r - 2))
     except OverflowError:
         b_new = math.inf
     if not math.isfinite(b_new):
-        raise ValueError(f"{p.theta_where} = {b:g} with {p.where}.factor = {s:g} at seq_len {L} "
+        raise ValueError(f"{sp.theta_key} = {b:g} with {sp.section}.factor = {s:g} at seq_len {L} "
                          "overflows the dynamic base b * (s L / Lmax - (s - 1))^(r/(r-2)): "
                          "check rope_theta and factor")
-    return _theta(b_new, r), 1.0
+    return _theta(b_new, r)
 
 
 def yarn_mscale(s, mscale=1.0):
@@ -471,13 +495,15 @@ def yarn_ramp(low, high, n_pairs):
     return 1.0 - np.clip(y, 0.0, 1.0)
 
 
-def _yarn(b, r, p, seq_len):
+def _read_yarn(b, r, p):
     s = p.real("factor", default=None)
     L0 = p.original_max_position_embeddings()
+    l_max = None
     if s is None:  # HF: a null factor means max_position_embeddings / L0
         if "factor" not in p.params:
             raise ValueError(f"{p.where}.factor is required for rope_type 'yarn' but is missing")
-        s = p.max_position_embeddings() / L0
+        l_max = p.max_position_embeddings()
+        s = l_max / L0
     if s < 1:
         raise ValueError(f"{p.where}.factor must be >= 1, got {s}")
     attention_factor = p.real("attention_factor", default=None, minimum=0.0)
@@ -499,11 +525,18 @@ def _yarn(b, r, p, seq_len):
     beta_fast = p.real("beta_fast", default=None, minimum=0.0) or YARN_BETA_FAST  # HF: `or 32`
     beta_slow = p.real("beta_slow", default=None, minimum=0.0) or YARN_BETA_SLOW
     truncate = p.flag("truncate", True)
-    theta = _theta(b, r)
     names = (f"{p.where}.beta_fast", f"{p.where}.beta_slow", p.l0_name, p.theta_where)
-    low, high = _correction_range(beta_fast, beta_slow, r, b, L0, truncate, names)
-    keep = yarn_ramp(low, high, r // 2)  # 1: extrapolate (unchanged), 0: interpolate (/ s)
-    return theta / s * (1.0 - keep) + theta * keep, float(attention_factor)
+    band = _correction_range(beta_fast, beta_slow, r, b, L0, truncate, names)
+    return dict(factor=s, original_max=L0, original_max_key=p.l0_name,
+                max_position_embeddings=l_max, attention_factor=float(attention_factor),
+                beta_fast=beta_fast, beta_slow=beta_slow, mscale=mscale,
+                mscale_all_dim=mscale_all_dim, truncate=truncate, yarn_band=band)
+
+
+def _yarn(sp, seq_len):
+    theta, s = _theta(sp.base, sp.rotary_dim), sp.factor
+    keep = yarn_ramp(*sp.yarn_band, sp.rotary_dim // 2)  # 1: extrapolate (unchanged), 0: / s
+    return theta / s * (1.0 - keep) + theta * keep
 
 
 def _factor_list(p, key, n_pairs):
@@ -518,16 +551,14 @@ def _factor_list(p, key, n_pairs):
     return np.array([_real(f"{name}[{j}]", v, above=0.0) for j, v in enumerate(values)])
 
 
-def _longrope(b, r, p, seq_len):
-    """Phi-3: theta_i / ext_i, ext = long_factor when seq_len > L0, else short_factor (HF's rule,
-    re-applied on every forward; seq_len None means short). vLLM instead chooses once, at start-up:
-    long factors for every request when its max_model_len exceeds L0 (pass that length as
-    seq_len to get vLLM's table)."""
+def _read_longrope(b, r, p):
     L0 = p.original_max_position_embeddings()
     short, long = _factor_list(p, "short_factor", r // 2), _factor_list(p, "long_factor", r // 2)
     s = p.real("factor", default=None, minimum=1.0)
+    l_max = None
     if s is None:  # HF: max_position_embeddings / L0
-        s = p.max_position_embeddings() / L0
+        l_max = p.max_position_embeddings()
+        s = l_max / L0
     attention_factor = p.real("attention_factor", default=None, minimum=0.0)
     if attention_factor is None:
         if s <= 1.0:
@@ -536,8 +567,19 @@ def _longrope(b, r, p, seq_len):
             raise ValueError(f"{p.l0_name} must be >= 2 for longrope, got {L0}")
         else:
             attention_factor = math.sqrt(1.0 + math.log(s) / math.log(L0))
-    ext = long if (seq_len is not None and seq_len > L0) else short
-    return _theta(b, r) / ext, float(attention_factor)
+    return dict(factor=s, original_max=L0, original_max_key=p.l0_name,
+                max_position_embeddings=l_max, attention_factor=float(attention_factor),
+                short_factor=tuple(short.tolist()), long_factor=tuple(long.tolist()))
+
+
+def _longrope(sp, seq_len):
+    """Phi-3: theta_i / ext_i, ext = long_factor when seq_len > L0, else short_factor (HF's rule,
+    re-applied on every forward; seq_len None means short). vLLM instead chooses once, at start-up:
+    long factors for every request when its max_model_len exceeds L0 (pass that length as
+    seq_len to get vLLM's table)."""
+    long = seq_len is not None and seq_len > sp.original_max
+    ext = np.array(sp.long_factor if long else sp.short_factor, dtype=np.float64)
+    return _theta(sp.base, sp.rotary_dim) / ext
 
 
 def _llama3_bands(p):
@@ -554,17 +596,33 @@ def _llama3_labels(theta, low, high, L0):
     return np.where(wavelength < L0 / high, "high", np.where(wavelength > L0 / low, "low", "medium"))
 
 
-def _llama3(b, r, p, seq_len):
+def _read_llama3(b, r, p):
+    s, low, high, L0 = _llama3_bands(p)
+    return dict(factor=s, original_max=L0, original_max_key=p.l0_name, low_freq_factor=low,
+                high_freq_factor=high)
+
+
+def _llama3(sp, seq_len):
     """Llama 3.1: wavelength < L0/high_freq_factor kept, > L0/low_freq_factor divided by s,
     in between blended by (L0/wavelength - low) / (high - low)."""
-    s, low, high, L0 = _llama3_bands(p)
-    theta = _theta(b, r)
+    s, L0 = sp.factor, sp.original_max
+    low, high = sp.low_freq_factor, sp.high_freq_factor
+    theta = _theta(sp.base, sp.rotary_dim)
     smooth = (L0 / (TWO_PI / theta) - low) / (high - low)
     blended = (1.0 - smooth) * theta / s + smooth * theta
     band = _llama3_labels(theta, low, high, L0)
-    return np.where(band == "high", theta, np.where(band == "low", theta / s, blended)), 1.0
+    return np.where(band == "high", theta, np.where(band == "low", theta / s, blended))
 
 
+_READ = {
+    "default": _read_default,
+    "linear": _read_factor,
+    "ntk": _read_ntk,
+    "dynamic": _read_dynamic,
+    "yarn": _read_yarn,
+    "llama3": _read_llama3,
+    "longrope": _read_longrope,
+}
 INV_FREQ = {
     "default": _default,
     "linear": _linear,
@@ -577,8 +635,90 @@ INV_FREQ = {
 ROPE_TYPES = tuple(INV_FREQ)
 
 
+@dataclass(frozen=True)
+class ScalingParameters:
+    """What a config's RoPE rule reads, checked and resolved: ``scaling_parameters``' answer.
+
+    The values ``rope_frequencies`` computes with, after HF's defaults and rules (``beta_fast or
+    32``, a null YaRN or longrope factor read as max_position_embeddings / L0, the attention
+    factor from mscale or from s and L0). A field the rope type does not read is None. Widgets,
+    checks and notebooks take L0, s and the betas from here, never from the config's keys.
+    """
+    rope_type: str  # standardized: the legacy ``type`` read, Phi-3's "su" as "longrope"
+    base: float  # b, rope_theta (10,000 when the config has none, as HF)
+    rotary_dim: int  # r, the leading head dims RoPE turns (``rotary_dim``)
+    factor: float = 1.0  # s (1.0 for default)
+    original_max: int | None = None  # L0, the trained length the rule scales from: see original_max_key
+    original_max_key: str | None = None  # the key L0 was read from (dynamic: max_position_embeddings)
+    max_position_embeddings: int | None = None  # Lmax where read: dynamic; yarn, longrope: null s
+    attention_factor: float = 1.0  # on cos and sin: YaRN's mscale, longrope's sqrt(1 + ln s / ln L0)
+    beta_fast: float | None = None  # yarn: the band's ends, in turns within L0 (HF: `or 32`)
+    beta_slow: float | None = None  # yarn (HF: `or 1`)
+    mscale: float | None = None  # yarn, as the config gives it (DeepSeek)
+    mscale_all_dim: float | None = None  # yarn, as given
+    truncate: bool | None = None  # yarn: floor/ceil the band's ends (default True)
+    yarn_band: tuple | None = None  # yarn: (low, high), ``yarn_correction_range`` of the fields above
+    low_freq_factor: float | None = None  # llama3
+    high_freq_factor: float | None = None  # llama3
+    short_factor: tuple | None = None  # longrope: r/2 per-pair divisors for seq_len <= L0
+    long_factor: tuple | None = None  # longrope: for seq_len > L0
+    section: str = "rope_scaling"  # where the rope dict was read, for messages
+    theta_key: str = "rope_theta"  # where the base was read, for messages
+
+
+def _overflow(sp, params, err):
+    return ValueError(f"{sp.theta_key} = {sp.base} with {sp.section} = {params} overflows: {err}")
+
+
+def _scaling(config, layer_type):
+    """(ScalingParameters, the standardized rope dict for messages): every key checked."""
+    params, where, theta_where = _resolve(config, layer_type)
+    b = _real(theta_where, params["rope_theta"], above=1.0)
+    r = rotary_dim(config, layer_type=layer_type)
+    p = _Params(params, where, config, theta_where)
+    sp = ScalingParameters(rope_type=params["rope_type"], base=b, rotary_dim=r, section=where,
+                           theta_key=theta_where)
+    try:
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            fields = _READ[params["rope_type"]](b, r, p)
+    except (OverflowError, ZeroDivisionError) as err:  # absurd magnitudes: loud, not inf
+        raise _overflow(sp, params, err) from None
+    return replace(sp, **fields), params
+
+
+def _inv_freq(sp, params, seq_len):
+    """(inv_freq, attention_factor) from checked parameters; magnitudes that overflow are named."""
+    try:
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            inv_freq = INV_FREQ[sp.rope_type](sp, seq_len)
+    except (OverflowError, ZeroDivisionError) as err:
+        raise _overflow(sp, params, err) from None
+    inv_freq, attention_factor = np.asarray(inv_freq, dtype=np.float64), sp.attention_factor
+    where = sp.section
+    if not (np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor)):
+        raise ValueError(f"{sp.theta_key} = {sp.base} with {where} = {params} gives non-finite or "
+                         "zero frequencies; check rope_theta and factor")
+    if attention_factor >= float(np.finfo(np.float32).max):
+        raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
+                         "past float32's maximum 3.4e38 (cos and sin tables are float32); check "
+                         f"{where}.attention_factor, {where}.mscale and {where}.mscale_all_dim")
+    return inv_freq, float(attention_factor)
+
+
+def scaling_parameters(config, *, layer_type=None):
+    """The ``ScalingParameters`` of a config.json dict: rope type, base b, rotary dim r, factor s,
+    trained length L0 and the type's own values (YaRN's betas, band and attention factor, llama3's
+    bands, longrope's lists), as ``rope_frequencies`` reads them. It raises exactly where and as
+    ``rope_frequencies(config, layer_type=layer_type)`` does (a ValueError naming the key): a
+    config it returns for gives finite frequencies. ``layer_type`` picks a per-layer rope (Gemma 3).
+    """
+    sp, params = _scaling(config, layer_type)
+    _inv_freq(sp, params, None)  # a magnitude that overflows the table is an error here too
+    return sp
+
+
 def rope_frequencies(config, seq_len=None, *, layer_type=None):
-    """(inv_freq, attention_factor) for a config.json dict.
+    """(inv_freq, attention_factor) for a config.json dict, from its ``scaling_parameters``.
 
     ``inv_freq`` is float64 of length ``rotary_dim // 2``; ``attention_factor`` multiplies cos and
     sin (YaRN's mscale, longrope's sqrt(1 + ln s / ln L0)), 1.0 for the other types. ``seq_len``
@@ -587,24 +727,7 @@ def rope_frequencies(config, seq_len=None, *, layer_type=None):
     """
     if seq_len is not None:
         seq_len = _length("seq_len", seq_len)
-    params, where, theta_where = _resolve(config, layer_type)
-    b = _real(theta_where, params["rope_theta"], above=1.0)
-    r = rotary_dim(config, layer_type=layer_type)
-    p = _Params(params, where, config, theta_where)
-    try:
-        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-            inv_freq, attention_factor = INV_FREQ[params["rope_type"]](b, r, p, seq_len)
-    except (OverflowError, ZeroDivisionError) as err:  # absurd magnitudes: loud, not inf
-        raise ValueError(f"{theta_where} = {b} with {where} = {params} overflows: {err}") from None
-    inv_freq = np.asarray(inv_freq, dtype=np.float64)
-    if not (np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor)):
-        raise ValueError(f"{theta_where} = {b} with {where} = {params} gives non-finite or zero "
-                         "frequencies; check rope_theta and factor")
-    if attention_factor >= float(np.finfo(np.float32).max):
-        raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
-                         "past float32's maximum 3.4e38 (cos and sin tables are float32); check "
-                         f"{where}.attention_factor, {where}.mscale and {where}.mscale_all_dim")
-    return inv_freq, float(attention_factor)
+    return _inv_freq(*_scaling(config, layer_type), seq_len)
 
 
 # ------------------------------------------------------------------------------------------
@@ -1003,10 +1126,9 @@ def llama_cpp_rope_flags(config, *, layer_type=None):
     YaRN's ``attention_factor`` / ``mscale`` / ``mscale_all_dim`` and ``truncate: false``
     (llama.cpp always computes mu = 1 + 0.1 ln s itself and rounds the band to whole pairs).
     """
-    rope_frequencies(config, layer_type=layer_type)  # every key checked, named on error
-    params, where, theta_where = _resolve(config, layer_type)
-    rope_type, b = params["rope_type"], float(params["rope_theta"])
-    p = _Params(params, where, config, theta_where)
+    sp = scaling_parameters(config, layer_type=layer_type)  # every key checked, named on error
+    params = rope_parameters(config, layer_type=layer_type)  # the keys the config itself sets
+    rope_type, b, where = sp.rope_type, sp.base, sp.section
     if rope_type in ("llama3", "longrope"):
         raise ValueError(f"{where}.rope_type {rope_type!r} has no llama.cpp flags: its converter "
                          "writes the per-pair factors into the GGUF as a tensor (rope_freqs for "
@@ -1021,22 +1143,19 @@ def llama_cpp_rope_flags(config, *, layer_type=None):
             raise ValueError(f"{where}.{key} has no llama.cpp flag that sets it: llama.cpp computes "
                              "YaRN's attention factor 1 + 0.1 ln s itself (--yarn-attn-factor only "
                              "multiplies it)")
-    if not p.flag("truncate", True):
+    if sp.truncate is False:
         raise ValueError(f"{where}.truncate = False has no llama.cpp flag: llama.cpp always rounds "
                          "YaRN's band (low, high) to whole pairs")
     flags = [("--rope-scaling", _LLAMA_CPP_SCALING[rope_type], f"{where}.rope_type")]
     if rope_type == "ntk":
-        r = rotary_dim(config, layer_type=layer_type)
-        return flags + [("--rope-freq-base", ntk_base(b, p.factor(), r),
-                         f"{theta_where} x {where}.factor^(r/(r-2))")]
-    flags.append(("--rope-freq-base", b, theta_where))
+        return flags + [("--rope-freq-base", ntk_base(b, sp.factor, sp.rotary_dim),
+                         f"{sp.theta_key} x {where}.factor^(r/(r-2))")]
+    flags.append(("--rope-freq-base", b, sp.theta_key))
     if rope_type == "linear":
-        flags.append(("--rope-scale", p.factor(), f"{where}.factor"))
-    elif rope_type == "yarn":
-        L0 = p.original_max_position_embeddings()
-        s = p.real("factor", default=None)
-        s = p.max_position_embeddings() / L0 if s is None else s  # HF: null means max / L0
-        flags += [("--rope-scale", s, f"{where}.factor"), ("--yarn-orig-ctx", L0, p.l0_name)]
-        flags += [(flag, float(params[key]), f"{where}.{key}")
+        flags.append(("--rope-scale", sp.factor, f"{where}.factor"))
+    elif rope_type == "yarn":  # s: a null factor is max / L0 (HF)
+        flags += [("--rope-scale", sp.factor, f"{where}.factor"),
+                  ("--yarn-orig-ctx", sp.original_max, sp.original_max_key)]
+        flags += [(flag, getattr(sp, key), f"{where}.{key}")
                   for key, flag in _LLAMA_CPP_YARN_FLAGS if params.get(key)]
     return flags

@@ -1,5 +1,8 @@
 """FlashAttention-2 forward in Triton: causal, sliding window, sink tokens, learned sinks, GQA.
 
+The contract is docs/API.md, "Attention semantics" (the rule lessonlib.attention states) and
+its section on this module.
+
 The same attention as `lessonlib.attention.tiled_attention`, written as a GPU kernel. Read it top
 to bottom, the way the Triton tutorials are read:
 
@@ -38,9 +41,7 @@ from .kernel_plan import LOG2_E, TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from .kernel_plan import block_d as _block_d
 
 __all__ = ["flash_attention", "kernel_tile_map", "default_config", "TILE_SKIPPED", "TILE_MASKED",
-           "TILE_FULL"]  # the tile codes kernel_tile_map records
-
-# What `kernel_tile_map` reports for each (query block, key block) tile.
+           "TILE_FULL"]  # attention's tile codes, re-exported: what kernel_tile_map records
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256

@@ -7,7 +7,10 @@ import pytest
 from _support import needs, optional
 from hypothesis import given, strategies as st
 
-from lessonlib.attention import attention_mask, key_blocks, naive_attention, tiled_attention
+from lessonlib import attention as A
+from lessonlib.attention import (MASK_HIDDEN, MASK_SINK, MASK_WINDOW, TILE_FULL, TILE_MASKED,
+                                 TILE_SKIPPED, attention_mask, block_map, key_blocks,
+                                 mask_codes, naive_attention, tiled_attention)
 
 torch = optional("torch")  # torch's SDPA is an independent reference where torch is installed
 
@@ -369,6 +372,81 @@ def test_key_blocks_names_a_bad_argument(kw, match):
         key_blocks(args["q_lo"], args["q_hi"], args["nk"], args["block_k"], **opts)
 
 
+# --------------------------------------------------------------------------- tile and cell codes
+
+@given(n=st.integers(1, 90), block=st.integers(1, 40), causal=st.booleans())
+def test_block_map_classifies_each_tile_by_its_pairs(n, block, causal):
+    """Against the rule itself, pair by pair: a tile is skipped iff no query of it sees a key
+    of it, full iff every query sees every key (its real rows and keys: a last block may be
+    short), masked otherwise; and visited tiles are the plan key_blocks gives tiled_attention."""
+    codes = block_map(n, block, causal=causal)
+    t = -(-n // block)
+    assert codes.shape == (t, t) and codes.dtype == np.int8
+    for i in range(t):
+        rows = range(i * block, min(i * block + block, n))
+        plan = {j0 // block for j0 in key_blocks(rows[0], rows[-1] + 1, n, block, causal=causal)}
+        for j in range(t):
+            seen = [visible(p, k, causal, None, 0) for p in rows
+                    for k in range(j * block, min(j * block + block, n))]
+            expect = TILE_SKIPPED if not any(seen) else TILE_FULL if all(seen) else TILE_MASKED
+            assert codes[i, j] == expect, (i, j)
+            assert (codes[i, j] != TILE_SKIPPED) == (j in plan), (i, j)
+
+
+def test_block_map_by_hand():
+    # n = 10, B = 4: blocks of 4, 4 and 2 tokens. Causal: the diagonal tiles need the mask,
+    # the tiles below it are full, those above it skipped.
+    assert block_map(10, 4).tolist() == [[TILE_MASKED, TILE_SKIPPED, TILE_SKIPPED],
+                                         [TILE_FULL, TILE_MASKED, TILE_SKIPPED],
+                                         [TILE_FULL, TILE_FULL, TILE_MASKED]]
+    assert (block_map(10, 4, causal=False) == TILE_FULL).all()  # no mask, nothing hidden
+    assert block_map(1, 64).tolist() == [[TILE_FULL]]  # one query, one key: nothing hidden
+    assert (TILE_SKIPPED, TILE_MASKED, TILE_FULL) == (0, 1, 2)  # plots index colours by code
+
+
+def test_block_map_is_the_plan_tiled_attention_runs(monkeypatch):
+    """The tiles tiled_attention computes, and those it masks, are block_map's."""
+    codes = block_map(30, 8)
+    seen = {}
+    real = A._tile_fully_visible
+
+    def spy(q_lo, q_hi, j0, j1, *args):
+        full = real(q_lo, q_hi, j0, j1, *args)
+        seen[(q_lo // 8, j0 // 8)] = TILE_FULL if full else TILE_MASKED
+        return full
+
+    monkeypatch.setattr(A, "_tile_fully_visible", spy)
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((30, 4)) for _ in range(3))
+    tiled_attention(q, k, v, causal=True, block_q=8, block_k=8, threads=1)
+    assert seen == {(i, j): int(codes[i, j]) for i, j in zip(*np.nonzero(codes))}
+
+
+def test_mask_codes_classify_each_cell_by_the_rule():
+    for n, window, sinks in [(10, 4, 2), (17, 5, 0), (12, None, 3), (9, 20, 4), (16, 1, 16)]:
+        codes = mask_codes(n, window, sinks)
+        assert codes.shape == (n, n) and codes.dtype == np.int8
+        for p in range(n):
+            for j in range(n):
+                if not visible(p, j, True, window, sinks):
+                    expect = MASK_HIDDEN
+                elif visible(p, j, True, window, 0):
+                    expect = MASK_WINDOW
+                else:
+                    expect = MASK_SINK
+                assert codes[p, j] == expect, (n, window, sinks, p, j)
+        np.testing.assert_array_equal(codes != MASK_HIDDEN,
+                                      attention_mask(n, n, causal=True, window=window,
+                                                     sink_tokens=sinks))
+
+
+def test_mask_codes_by_hand():
+    codes = mask_codes(10, 4, 2)  # W = 4, 2 sinks: query 9 sees 6..9 and the sinks 0, 1
+    assert codes[9].tolist() == [2, 2, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert codes[3].tolist() == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]  # the sinks are in its window
+    assert (MASK_HIDDEN, MASK_WINDOW, MASK_SINK) == (0, 1, 2)  # plots index colours by code
+
+
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of the public functions, fed what a careful user might pass by mistake: each
 # must be a ValueError naming the argument (tests/_bad.py; coverage in test_validate.py).
@@ -393,5 +471,10 @@ BAD_INPUTS = [
     Case(key_blocks, args=(2, 6, 9, 4), kwargs=dict(causal=True, window=3),
          bad=dict(q_lo=ints(minimum=0), q_hi=ints(minimum=3), nk=ints(minimum=1),
                   block_k=ints(minimum=1), **_MASK)),
+    Case(block_map, args=(100, 32), kwargs=dict(causal=True),
+         bad=dict(n=ints(minimum=1), block=ints(minimum=1), causal=flags())),
+    Case(mask_codes, args=(32, 8, 2),
+         bad=dict(n=ints(minimum=1), window=ints(minimum=1, none_ok=True),
+                  sink_tokens=ints(minimum=0))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -5,16 +5,21 @@ the check's name). Topic files (test_checks_<topic>.py) test the hints for wrong
 Also here: the one way checks read an answer (lessonlib.checks: number, whole, items, vector,
 wholes, call, the "close: give more digits" rule), the reference answer of every check in each
 accepted form, and a property test over a zoo of answers a student might give, for every check:
-a Verdict always comes back, never an exception or a warning."""
+a Verdict always comes back, never an exception or a warning. Last, the preamble every check
+shares (checks/_preamble.py): every public check goes through it, nothing writes it again, and
+its "not attempted" message is what the notebooks show."""
 import ast
 import decimal
 import fractions
 import glob
+import importlib
+import inspect
 import itertools
 import json
 import math
 import numbers
 import os
+import pkgutil
 import re
 import warnings
 
@@ -29,6 +34,7 @@ from lessonlib import checks
 from lessonlib.checks import (NOT_ATTEMPTED, Unreadable, Verdict, call, check_number, items,
                               number, rounded_hint, shown, significant_digits, unfilled, vector,
                               whole, wholes)
+from lessonlib.checks._preamble import Preamble, preamble
 
 torch = optional("torch")
 
@@ -573,3 +579,166 @@ def test_no_check_writes_into_the_students_arrays(check, ref):
     after = answer if isinstance(answer, tuple) else [answer]
     for b, a in zip(before, after):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ the shared preamble
+
+def _topic_modules():
+    """Every topic module of lessonlib.checks (checks/<topic>.py), found on disk."""
+    folder = os.path.dirname(checks.__file__)
+    return [importlib.import_module(f"lessonlib.checks.{info.name}")
+            for info in pkgutil.iter_modules([folder]) if not info.name.startswith("_")]
+
+
+TOPIC_MODULES = _topic_modules()
+PUBLIC_CHECKS = [pytest.param(module, name, id=f"{module.__name__.rsplit('.', 1)[1]}.{name}")
+                 for module in TOPIC_MODULES for name in module.__all__
+                 if inspect.isfunction(getattr(module, name))]
+
+# The hints of the kind gates, as the checks gave them before they shared the preamble (for an
+# answer of 42): a function exercise given a value, the dict exercise given a value.
+GATE_HINTS = {
+    "online_softmax_update": "Give a function update(m, s, x) that returns (m_new, s_new).",
+    "attention_update": "Give a function update(m, s, acc, x, v) returning "
+                        "(m_new, s_new, acc_new).",
+    "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
+    "rotate_neox": "Give a function rotate(x, m, theta), got int.",
+    "needle_found": "Give a function found(length, depth) that returns True or False.",
+    "pi_config": "give a dict such as {'rope_type': ..., 'factor': ...}, got int",
+}
+
+
+def _not_implemented(*args):
+    raise NotImplementedError
+
+
+def test_every_topic_module_is_found_and_every_notebook_check_is_public():
+    assert len(TOPIC_MODULES) >= 7 and len(PUBLIC_CHECKS) >= 33
+    public = {(m.__name__.rsplit(".", 1)[1], n) for m, n in (p.values for p in PUBLIC_CHECKS)}
+    assert {(topic, name) for _, topic, name in (p.values for p in EXERCISES)} <= public
+
+
+@pytest.mark.parametrize("module, name", PUBLIC_CHECKS)
+def test_every_public_check_goes_through_the_shared_preamble(module, name):
+    """Every function in a topic module's __all__ is a check decorated with ``preamble``: None
+    is "not attempted" with the notebooks' message, a function exercise given a value or the
+    dict exercise given a value gets its hint, and a function stub is "not attempted"."""
+    check = getattr(module, name)
+    assert isinstance(getattr(check, "preamble", None), Preamble), f"{name}: no @preamble"
+    assert check.__name__ == name
+    assert repr(check(None)) == f"[{name}: not attempted] {NOT_ATTEMPTED}"
+    gates = check.preamble
+    if gates.function is None and gates.mapping is None:
+        assert name not in GATE_HINTS
+        return
+    verdict = check(42)
+    assert verdict.ok is False and verdict.message == GATE_HINTS[name], verdict
+    if gates.function is not None:
+        assert gates.probes is not None, "a function exercise tries the stub on probes"
+        for stub in (lambda *args: None, _not_implemented):
+            assert repr(check(stub)) == f"[{name}: not attempted] {NOT_ATTEMPTED}"
+
+
+def test_every_gate_hint_belongs_to_a_gated_check():
+    gated = {n for m, n in (p.values for p in PUBLIC_CHECKS)
+             if getattr(m, n).preamble.function or getattr(m, n).preamble.mapping}
+    assert gated == set(GATE_HINTS)
+
+
+_PREAMBLE_CALLS = {"callable", "unfilled", "not_attempted", "exercise"}
+
+
+@pytest.mark.parametrize("module", TOPIC_MODULES, ids=lambda m: m.__name__)
+def test_no_check_writes_the_preamble_again(module):
+    """The preamble lives in checks/_preamble.py only: no check tests ``answer is None``, calls
+    callable / unfilled / not_attempted or tests isinstance(answer, Mapping) itself."""
+    tree = ast.parse(inspect.getsource(module))
+    found = []
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in module.__all__):
+        arg = fn.args.args[0].arg
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called = node.func.id
+                if called in _PREAMBLE_CALLS or (
+                        called == "isinstance" and ast.unparse(node.args[0]) == arg
+                        and "Mapping" in ast.unparse(node.args[1])):
+                    found.append(f"{fn.name}:{node.lineno}: {ast.unparse(node)}")
+            if (isinstance(node, ast.Compare) and ast.unparse(node.left) == arg
+                    and any(isinstance(c, ast.Constant) and c.value is None
+                            for c in node.comparators)):
+                found.append(f"{fn.name}:{node.lineno}: {ast.unparse(node)}")
+        decorators = [ast.unparse(d).split("(")[0] for d in fn.decorator_list]
+        if decorators != ["preamble"]:
+            found.append(f"{fn.name}:{fn.lineno}: decorated {decorators}, not preamble")
+    assert not found, found
+
+
+def _committed_output(stem, source):
+    nb = json.load(open(os.path.join(ROOT, "notebooks", f"{stem}.ipynb")))
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code"
+                and "".join(c["source"]) == source)
+    texts = [o["data"]["text/plain"] for o in cell["outputs"]
+             if o["output_type"] == "execute_result"]
+    return "".join(t if isinstance(t, str) else "".join(t) for t in texts)
+
+
+@pytest.mark.parametrize("stem, topic, name, source",
+                         [pytest.param(*c, id=f"{c[0]}:{c[2]}") for c in exercise_cells()])
+def test_the_preambles_message_is_what_the_notebook_shows(stem, topic, name, source):
+    """The committed stub cell's output is the preamble's "not attempted" verdict, byte for
+    byte, and running the committed cell gives that verdict again."""
+    tree = ast.parse(source)
+    *body, last = tree.body
+    namespace = {"checks": checks, "np": np}
+    exec(compile(ast.Module(body=body, type_ignores=[]), stem, "exec"), namespace)
+    verdict = eval(compile(ast.Expression(last.value), stem, "eval"), namespace)
+    shown_text = _committed_output(stem, source)
+    assert shown_text == f"[{name}: not attempted] {NOT_ATTEMPTED}"
+    assert repr(verdict) == shown_text
+
+
+@pytest.mark.parametrize("stem, topic, name", EXERCISES)
+def test_every_verdict_carries_its_checks_name(stem, topic, name):
+    """The name a check writes into its verdicts (the "[name: ...]" a student reads) is its
+    own, for the reference answer and a wrong one alike."""
+    check = check_of(topic, name)
+    answer = getattr(solutions(stem), name)
+    assert check(answer).name == name
+    assert check(-1).name == name
+
+
+def test_preamble_order_and_silence():
+    """On a toy check: None before the kind gate, the kind gate before the probes, the probes
+    before the body; the body's Unreadable is "not yet"; numpy overflow stays silent."""
+    tried = []
+
+    def probes():
+        tried.append(True)
+        return [(1,), (2,)]
+
+    @preamble(function="Give a function f(x), got {type}.", probes=probes)
+    def toy(f):
+        if f(1) == "unreadable":
+            raise Unreadable("Give something readable.")
+        np.float32(3e38) * np.float32(10)  # an overflow: silent under the preamble
+        return checks.correct("toy")
+
+    assert toy(None).ok is None and not tried
+    assert toy(3).message == "Give a function f(x), got int." and not tried
+    assert toy(lambda x: None).ok is None and tried
+    assert toy(lambda x: "unreadable").message == "Give something readable."
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            assert toy(lambda x: x).ok is True
+    assert toy.preamble == Preamble(function="Give a function f(x), got {type}.", probes=probes)
+
+    @preamble(mapping="give a dict, got {type}")
+    def toy_dict(d):
+        return checks.correct("toy_dict")
+
+    assert toy_dict([1]).message == "give a dict, got list" and toy_dict({}).ok is True
+    with pytest.raises(TypeError):
+        preamble(probes=[(1,)])
+    with pytest.raises(TypeError):
+        preamble(function="f", mapping="d")

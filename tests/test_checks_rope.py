@@ -99,9 +99,44 @@ def test_never_turning_hints():
 
 # ------------------------------------------------------------------ notebook 08
 
+def ntk_base_by_hand(b, s, d):
+    """The fixed NTK-aware base from its defining property, not from R.ntk_base (the function
+    the check itself uses): pair i turns at b'^(-2i/d), and the last pair (2i = d - 2) must turn
+    exactly s times slower than before, b'^(-(d-2)/d) = b^(-(d-2)/d) / s, so b' = b s^(d/(d-2))."""
+    return b * s ** (d / (d - 2))
+
+
+def test_ntk_base_answer_is_computed_independently():
+    b, s, d = 500_000.0, 8.0, 128
+    want = ntk_base_by_hand(b, s, d)
+    assert want == pytest.approx(4_134_231.132, abs=1e-3)  # 500,000 x 8^(128/126)
+    assert want ** (-(d - 2) / d) == pytest.approx(b ** (-(d - 2) / d) / s, rel=1e-12)
+    assert checks.ntk_base(want).ok is True and checks.ntk_base(S8.ntk_base).ok is True
+    assert checks.ntk_base(4_134_231).ok is True  # rounded as a student might write it
+    for off in (1 + 3e-4, 1 - 3e-4):  # past the check's rtol of 1e-4: not accepted
+        assert checks.ntk_base(want * off).ok is False
+
+
+@needs("torch")
+def test_ntk_base_answer_is_hf_dynamic_ntk_at_twice_its_trained_length():
+    """transformers has no fixed NTK-aware rope; its dynamic one sets the base to
+    b (f L / Lmax - (f - 1))^(d/(d-2)), which at L = 2 Lmax and f = s - 1 is b s^(d/(d-2))."""
+    from transformers import LlamaConfig
+    from transformers import logging as hf_logging
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    hf_logging.set_verbosity_error()
+    b, s, d, l_max = 500_000.0, 8.0, 128, 8192
+    hf = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, max_position_embeddings=l_max,
+                     rope_parameters={"rope_type": "dynamic", "factor": s - 1, "rope_theta": b})
+    inv, _ = ROPE_INIT_FUNCTIONS["dynamic"](hf, None, seq_len=2 * l_max)
+    base = float(inv.double()[-1]) ** (-d / (d - 2))  # the last pair turns at base^(-(d-2)/d)
+    assert base == pytest.approx(ntk_base_by_hand(b, s, d), rel=1e-6)  # float32 inv_freq
+    assert checks.ntk_base(base).ok is True
+
+
 def test_ntk_base_hints():
     b, s = 500_000.0, 8.0
-    assert checks.ntk_base(R.ntk_base(b, s, 128)).ok is True
     assert_wrong(checks.ntk_base(b * s), "forgot the exponent d/(d-2)")
     assert_wrong(checks.ntk_base(b * s ** (126 / 128)), "upside down")
     assert_wrong(checks.ntk_base(b * s ** (64 / 62)), "not the number of pairs")

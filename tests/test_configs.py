@@ -1,11 +1,12 @@
 """lessonlib.configs: the real models' config.json files, loaded by exact name."""
 import json
+import pathlib
 
 import pytest
 from _bad import Case, bad_input_tests, texts
 from hypothesis import strategies as st
 
-from lessonlib.configs import config_names, load_config
+from lessonlib.configs import config_dict, config_names, load_config
 
 
 def test_every_name_loads_a_fresh_dict():
@@ -41,9 +42,36 @@ def test_an_unknown_name_lists_the_names_and_a_near_miss(name, near):
         assert message.endswith(f"did you mean {near!r}?")
 
 
+def test_config_dict_loads_a_name_or_copies_a_dict():
+    """The one reader of "a config name or a config.json dict" (every widget factory's)."""
+    assert config_dict("Gemma-3-27B") == json.loads(
+        (pathlib.Path(__file__).parents[1] / "lessonlib/configs/Gemma-3-27B.json").read_text())
+    given = {"num_hidden_layers": 2, "head_dim": 8}
+    copy = config_dict(given)
+    assert copy == given and copy is not given
+    copy["head_dim"] = 16  # safe to modify: the caller's dict is untouched
+    assert given["head_dim"] == 8
+
+
+@pytest.mark.parametrize("config, name, says", [
+    ("llama-3.1-8b", "models", "models: name must be one of the configs here ("),
+    (3, "mla_config", "mla_config must be a config name or a config.json dict, got 3"),
+    (["Llama-3.1-8B"], "config", "config must be a config name or a config.json dict, got ["),
+])
+def test_config_dict_errors_name_the_argument(config, name, says):
+    with pytest.raises(ValueError) as err:
+        config_dict(config, name)
+    assert str(err.value).startswith(says)
+
+
 BAD_INPUTS = [
     Case(load_config, args=("Llama-3.1-8B",),
          bad=dict(name=texts() | st.sampled_from(["llama-3.1-8b", "Llama-3.1-8B.json", "nope",
                                                   "../configs/Llama-3.1-8B"]))),
+    Case(config_dict, args=("Llama-3.1-8B", "models"),
+         bad=dict(config=st.sampled_from([None, 3, 2.5, b"Llama-3.1-8B", ["Llama-3.1-8B"],
+                                          "llama-3.1-8b", "nope"]),
+                  name=texts()),
+         names={"config": "models"}),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -12,17 +12,40 @@ from hypothesis import given, strategies as st  # noqa: E402
 from _support import needs, optional  # noqa: E402
 
 from lessonlib import kernel_plan as KP  # noqa: E402
-from lessonlib.attention import attention_mask, key_blocks  # noqa: E402
+from lessonlib.attention import (TILE_FULL, TILE_MASKED, TILE_SKIPPED,  # noqa: E402
+                                 attention_mask, block_map, key_blocks)
 
 # The plan needs no triton; comparing it with the kernel's own record does.
 if optional("triton") is not None:
     from lessonlib import triton_attention as ta  # noqa: E402
 
 
+# ------------------------------------------------------------------ one set of tile codes
+# The kernel stores literal 1 and 2 into its tile record; lessonlib.attention defines the codes
+# (TILE_MASKED, TILE_FULL) that the numpy plan, this plan and every figure use.
+
+@given(t=st.integers(1, 12), block=st.sampled_from([1, 3, 16, 32, 64]),
+       short=st.integers(0, 63), causal=st.booleans())
+def test_the_kernels_plan_and_the_numpy_plan_agree_tile_by_tile(t, block, short, causal):
+    """kernel_tile_plan (the kernel's loop bounds) and attention.block_map (tiled_attention's
+    plan) give every tile the same code, but one kind: the kernel applies the mask to a ragged
+    last key block (its loads run past nk), which numpy, slicing the keys, computes without."""
+    n = max(1, t * block - short % block)
+    expected = block_map(n, block, causal=causal)
+    if n % block:
+        expected[:, -1] = np.where(expected[:, -1] == TILE_FULL, TILE_MASKED, expected[:, -1])
+    np.testing.assert_array_equal(KP.kernel_tile_plan(n, n, causal=causal, block_m=block,
+                                                      block_n=block), expected)
+
+
 @needs("triton")
-def test_tile_codes_are_the_kernels():
-    assert (KP.TILE_SKIPPED, KP.TILE_MASKED, KP.TILE_FULL) == \
-        (ta.TILE_SKIPPED, ta.TILE_MASKED, ta.TILE_FULL)
+@pytest.mark.parametrize("n, block, causal", [(64, 16, True), (50, 16, True), (48, 16, False)])
+def test_the_kernel_records_the_codes_of_lessonlib_attention(n, block, causal):
+    """Run the kernel (TRITON_INTERPRET=1): the tiles it visits, and the codes it stores for
+    them, are attention.block_map's, whose codes are lessonlib.attention's."""
+    np.testing.assert_array_equal(ta.kernel_tile_map(n, n, causal=causal, block_m=block,
+                                                     block_n=block),
+                                  block_map(n, block, causal=causal))
 
 
 # ------------------------------------------------------------------ the plan is the kernel's
@@ -63,15 +86,15 @@ def test_plan_skips_exactly_the_hidden_tiles(n, nq_frac, causal, window, sinks, 
         rows = vis[i * bm:(i + 1) * bm]
         for j in range(codes.shape[1]):
             tile = rows[:, j * bn:(j + 1) * bn]
-            assert (codes[i, j] != KP.TILE_SKIPPED) == tile.any(), (i, j)
-            if codes[i, j] == KP.TILE_FULL:
+            assert (codes[i, j] != TILE_SKIPPED) == tile.any(), (i, j)
+            if codes[i, j] == TILE_FULL:
                 assert tile.all() and (j + 1) * bn <= n, (i, j)
         q_lo = n - nq + i * bm
         plan = key_blocks(q_lo, min(q_lo + bm, n), n, bn, **opts)
         assert [j0 // bn for j0 in plan] == list(np.flatnonzero(codes[i])), i
     masked, full = KP.kernel_tile_counts(nq, n, block_m=bm, block_n=bn, **opts)
-    assert (masked, full) == (int((codes == KP.TILE_MASKED).sum()),
-                              int((codes == KP.TILE_FULL).sum()))
+    assert (masked, full) == (int((codes == TILE_MASKED).sum()),
+                              int((codes == TILE_FULL).sum()))
 
 
 def test_stretches_of_a_windowed_program_in_the_kernels_order():
@@ -174,7 +197,7 @@ def test_kernel_tile_counts_takes_only_the_plans_options():
         KP.kernel_tile_counts(64, 64, block=32)
     opts = dict(causal=True, window=40, sink_tokens=4, block_m=16, block_n=32)
     codes = KP.kernel_tile_plan(100, 100, **opts)
-    counts = (int((codes == KP.TILE_MASKED).sum()), int((codes == KP.TILE_FULL).sum()))
+    counts = (int((codes == TILE_MASKED).sum()), int((codes == TILE_FULL).sum()))
     assert KP.kernel_tile_counts(100, 100, **opts) == counts == (15, 1)
 
 

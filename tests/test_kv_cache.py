@@ -1,6 +1,7 @@
 """lessonlib.kv_cache: every number notebooks 01, 05, 06 and 09 print about KV caches,
 recomputed from the texts' inputs, and each engine's rule against a per-layer loop."""
 import math
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
@@ -12,6 +13,10 @@ from lessonlib.attention import naive_attention
 from lessonlib.configs import load_config
 
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
+
+
+GQA8_SHAPE = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "head_dim": 16}
 
 
 def llama3_8b_shape(kv_heads):
@@ -527,6 +532,60 @@ def test_gqa_head_map_is_what_it_was():
             [kc.gqa_kv_head(h, hq, hkv) for h in range(hq)] == [h // (hq // hkv) for h in range(hq)]
 
 
+# --------------------------------------------------------------------------- model shape
+
+# Written from the published configs by hand (layers, query heads, KV heads, d_h, d_v, q_dim,
+# kv_dim): Gemma gives head_dim 128 (its hidden 5376 / 32 would be 168), DeepSeek's keys are
+# qk_nope 128 + qk_rope 64 wide and its values 128, Phi and Qwen derive d_h from hidden_size.
+SHAPES = {
+    "Llama-3.1-8B": (32, 32, 8, 128, 128, 4096, 1024),
+    "Mistral-7B": (32, 32, 8, 128, 128, 4096, 1024),
+    "Gemma-3-27B": (62, 32, 16, 128, 128, 4096, 2048),
+    "DeepSeek-V3": (61, 128, 128, 192, 128, 24576, 24576),
+    "Llama-3.2-1B": (16, 32, 8, 64, 64, 2048, 512),
+    "Phi-3.5-mini-instruct": (32, 32, 32, 96, 96, 3072, 3072),
+    "Qwen2.5-7B-Instruct": (28, 28, 4, 128, 128, 3584, 512),
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_model_shape_of_real_configs(name):
+    s = kc.model_shape(load_config(name))
+    assert (s.layers, s.heads, s.kv_heads, s.head_dim, s.v_head_dim, s.q_dim, s.kv_dim) == \
+        SHAPES[name]
+    assert all(type(v) is int for v in (s.layers, s.heads, s.kv_heads, s.head_dim, s.q_dim))
+
+
+@pytest.mark.parametrize("name", [n for n in SHAPES if n != "DeepSeek-V3"])
+def test_model_shape_agrees_with_the_cache_it_sizes(name):
+    """2 (K and V) x L x kv_dim x 2 bytes: the cache of the same shape, for every GQA model."""
+    cfg = load_config(name)
+    s = kc.model_shape(cfg)
+    assert kc.kv_bytes_per_token(cfg) == 2 * s.layers * s.kv_dim * 2
+
+
+def test_model_shape_is_frozen_and_reads_a_nested_text_config():
+    shape = kc.model_shape({"text_config": load_config("Llama-3.1-8B")})
+    assert shape == kc.model_shape(load_config("Llama-3.1-8B"))
+    with pytest.raises(AttributeError):
+        shape.heads = 8
+
+
+@pytest.mark.parametrize("cfg, says", [
+    (load_config("tiny-gemma3-swa"), "config is missing 'num_attention_heads'"),  # kv sizes fine
+    (dict(GQA8_SHAPE, hidden_size=100, head_dim=None), "'hidden_size' 100 is not divisible"),
+    (dict(GQA8_SHAPE, num_key_value_heads=3), "num_key_value_heads must divide"),
+    (dict(GQA8_SHAPE, head_dim=0), "head_dim must be an integer >= 1"),
+    (dict(GQA8_SHAPE, num_hidden_layers=2.0), "num_hidden_layers must be an integer"),
+    ({k: v for k, v in GQA8_SHAPE.items() if k != "num_hidden_layers"},
+     "config is missing 'num_hidden_layers'"),
+])
+def test_model_shape_refuses_what_compute_refuses(cfg, says):
+    """The old widget copies read these silently (a KeyError, or d_h = 100 // 8 = 12)."""
+    with pytest.raises(ValueError, match=re.escape(says)):
+        kc.model_shape(cfg)
+
+
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of kv_cache's public functions and every config key they read, fed what a
 # careful user might pass by mistake: a ValueError naming it (tests/_bad.py).
@@ -586,6 +645,24 @@ BAD_INPUTS = [
               "config.qk_rope_head_dim": ints(minimum=1) | st.just(DELETE),
               "config.v_head_dim": ints(minimum=1) | st.just(DELETE),
               "config.num_key_value_heads": ints(minimum=1, none_ok=True) | st.just(3)}),
+    Case(kc.model_shape, args=(GQA8,),
+         bad={"config": _CONFIG,
+              "config.num_hidden_layers": ints(minimum=1) | st.just(DELETE),
+              "config.num_attention_heads": ints(minimum=1) | st.sampled_from([1, 3, 7, DELETE]),
+              "config.num_key_value_heads": ints(minimum=1, none_ok=True)
+              | st.sampled_from([3, 5, 16]),
+              "config.head_dim": ints(minimum=1) | st.just(DELETE)}),
+    Case(kc.model_shape, args=({"num_hidden_layers": 2, "num_attention_heads": 4,
+                                "hidden_size": 64},), id="model_shape[hidden_size]",
+         bad={"config.hidden_size": ints(minimum=1) | st.sampled_from([63, 66, DELETE]),
+              "config.num_attention_heads": ints(minimum=1) | st.sampled_from([3, 5, DELETE])}),
+    Case(kc.model_shape, args=(_MHA_SHAPED,), id="model_shape[MLA]",
+         bad={"config.qk_nope_head_dim": ints(minimum=1, none_ok=True),  # None: plain MHA
+              "config.qk_rope_head_dim": ints(minimum=1) | st.just(DELETE),
+              "config.v_head_dim": ints(minimum=1) | st.just(DELETE)}),
+    Case(kc.model_shape, args=(_NESTED,), id="model_shape[text_config]",
+         bad={"config.text_config.num_attention_heads": ints(minimum=1) | st.just(DELETE)},
+         names={"config.text_config.num_attention_heads": "num_attention_heads"}),
     Case(kc.swa_pattern, args=(6, 12), bad=dict(n=ints(minimum=0), n_layers=ints(minimum=1))),
     Case(kc.layer_windows, args=(_SWA,),
          bad=dict(config=_CONFIG, **_LAYERS,

@@ -1,5 +1,6 @@
 """Static checks of the committed notebooks (nbval compares their outputs; these make sure
 there is something to compare, and that each notebook follows the course's shape)."""
+import ast
 import glob
 import json
 import os
@@ -58,13 +59,173 @@ def test_shape_of_a_lesson(path):
     assert skips <= len(code_cells(nb)) // 4
 
 
+# ------------------------------------------------------------------ numbers come from lessonlib
+# Read with ast, cell by cell in order. A name is "from lessonlib" when a cell imports it from
+# lessonlib, or binds it (assignment, for, with, :=, def) from an expression that uses such a
+# name. Two rules a notebook that prints hard-coded numbers breaks:
+#   A. a code cell whose committed text output shows a digit imports from lessonlib or uses a
+#      name from lessonlib (a cell of plain arithmetic and prints is a copy of compute);
+#   B. nothing printed (a print argument, an f-string field, a cell's displayed last expression)
+#      is a numeric literal, or a name bound only to numeric literals that nothing but a print
+#      reads (``gib = 16.0`` then ``print(f"{gib} GiB")``: a result typed in, not computed).
+# Inputs (``n = 131_072``, then used by a call) and worked arithmetic on them (``2 * heads *
+# head_dim``) pass: the style asks for numbers a student can redo by hand. A number inside a
+# string literal (a table header's "32 layers") is not read: rule A still needs the cell to
+# compute with lessonlib.
+
+def _python(cell):
+    """A code cell's source as Python: magics and shell lines blanked (line numbers kept)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                     for line in source(cell).splitlines())
+
+
+def _names(node, ctx):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _loaded(node):
+    return _names(node, ast.Load)
+
+
+def _stored(node):
+    return _names(node, ast.Store)
+
+
+def _is_print(node):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "print")
+
+
+def _is_number(node):
+    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex))
+            and not isinstance(node.value, bool)) or (
+        isinstance(node, ast.UnaryOp) and _is_number(node.operand))
+
+
+def _bindings(stmt):
+    """(targets, value) of every binding inside ``stmt``; a def binds its name from its body."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Assign):
+            yield set().union(*map(_stored, node.targets)), node.value
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) and node.value:
+            yield _stored(node.target), node.value
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            yield _stored(node.target), node.iter
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            yield _stored(node.optional_vars), node.context_expr
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield {node.name}, node
+
+
+def _literal_bindings(stmt):
+    """Names ``stmt`` binds to a numeric literal: ``x = 2.0``, ``a, b = 8, 2``."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = [(target, node.value)]
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                        and len(target.elts) == len(node.value.elts):
+                    pairs = zip(target.elts, node.value.elts)
+                for t, v in pairs:
+                    if isinstance(t, ast.Name):
+                        yield t.id, _is_number(v)
+
+
+def _shown(tree):
+    """Expressions a cell displays: print arguments, their f-string fields, the last expression."""
+    out = [arg for node in ast.walk(tree) if _is_print(node) for arg in node.args]
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr) and not _is_print(last.value):
+        out.append(last.value)
+    fields = [f.value for e in out if isinstance(e, ast.JoinedStr)
+              for f in ast.walk(e) if isinstance(f, ast.FormattedValue)]
+    return [e for e in out if not isinstance(e, ast.JoinedStr)] + fields
+
+
+def _output_text(cell):
+    texts = []
+    for out in cell.get("outputs", []):
+        if out["output_type"] == "stream":
+            texts.append("".join(out["text"]))
+        elif "text/plain" in out.get("data", {}):
+            texts.append("".join(out["data"]["text/plain"]))
+    return "\n".join(texts)
+
+
+def hard_coded_numbers(nb):
+    """[(cell index, why)] for each place a notebook prints a number lessonlib did not compute
+    (rules A and B above); empty for a notebook whose numbers all come from lessonlib calls."""
+    cells = [(i, c, ast.parse(_python(c))) for i, c in enumerate(nb["cells"])
+             if c["cell_type"] == "code"]
+    from_lib, literal, computed_from = set(), {}, set()
+    for _, _, tree in cells:  # names a computation reads (being printed as such does not count)
+        shown_ids = {id(e) for e in _shown(tree) if isinstance(e, ast.Name)}
+        computed_from |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                          and isinstance(n.ctx, ast.Load) and id(n) not in shown_ids}
+    found = []
+    for i, cell, tree in cells:
+        imports = False
+        for stmt in tree.body:
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    module = getattr(node, "module", None) or ""
+                    for alias in node.names:
+                        if (module or alias.name).split(".")[0] == "lessonlib":
+                            from_lib.add((alias.asname or alias.name).split(".")[0])
+                            imports = True
+            for name, is_literal in _literal_bindings(stmt):
+                literal[name] = is_literal
+            grew = True
+            while grew:  # to a fixed point: a for loop over a lessonlib result, then its body
+                grew = False
+                for targets, value in _bindings(stmt):
+                    if targets - from_lib and _loaded(value) & from_lib:
+                        from_lib |= targets
+                        grew = True
+        if re.search(r"\d", _output_text(cell)) and not (imports or _loaded(tree) & from_lib):
+            found.append((i, "prints numbers but calls nothing from lessonlib"))
+        for expr in _shown(tree):
+            if _is_number(expr) or (isinstance(expr, ast.Name) and literal.get(expr.id)
+                                    and expr.id not in computed_from):
+                found.append((i, f"prints the literal {ast.unparse(expr)}"))
+    return found
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
-def test_notebook_computes_with_lessonlib(path):
-    """Numbers come from lessonlib; the kernel keeps its own matplotlib backend."""
+def test_printed_numbers_come_from_lessonlib(path):
+    """Every number a notebook prints is computed, with lessonlib (rules A and B above); the
+    kernel keeps its own matplotlib backend."""
     nb = load(path)
-    text = "\n".join(source(c) for c in code_cells(nb))
-    assert "lessonlib" in text
-    assert "MPLBACKEND" not in text
+    assert not hard_coded_numbers(nb)
+    assert "MPLBACKEND" not in "\n".join(source(c) for c in code_cells(nb))
+
+
+def _notebook(*cells):
+    """A notebook of code cells, each (source, printed text)."""
+    return {"cells": [{"cell_type": "code", "source": src, "execution_count": 1,
+                       "outputs": [{"output_type": "stream", "name": "stdout", "text": text}]}
+                      for src, text in cells]}
+
+
+def test_a_notebook_that_prints_hard_coded_numbers_fails():
+    setup = ("from lessonlib.configs import load_config\n"
+             "from lessonlib.kv_cache import kv_bytes_per_token\n"
+             "cfg = load_config('Llama-3.1-8B')", "")
+    computed = ("n = 8192\nper_token = kv_bytes_per_token(cfg)\n"
+                "print(f'{n:,} tokens: {n * per_token / 2**30:.2f} GiB')",
+                "8,192 tokens: 1.00 GiB\n")
+    assert hard_coded_numbers(_notebook(setup, computed)) == []
+    by_hand = ("n, per_token = 8192, 131072\nprint(f'{n * per_token / 2**30:.2f} GiB')",
+               "1.00 GiB\n")
+    typed_in = ("gib = 1.0\nprint(f'KV cache: {gib} GiB')", "KV cache: 1.0 GiB\n")
+    bare = ("print('KV cache, GiB:', 1.0)", "KV cache, GiB: 1.0\n")
+    displayed = ("per_token = kv_bytes_per_token(cfg)\n131072", "131072")
+    assert hard_coded_numbers(_notebook(setup, by_hand)) == [
+        (1, "prints numbers but calls nothing from lessonlib")]
+    assert hard_coded_numbers(_notebook(setup, computed, typed_in)) == [
+        (2, "prints numbers but calls nothing from lessonlib"), (2, "prints the literal gib")]
+    assert hard_coded_numbers(_notebook(setup, computed, bare))[-1] == (2, "prints the literal 1.0")
+    assert hard_coded_numbers(_notebook(setup, displayed)) == [(1, "prints the literal 131072")]
 
 
 def test_notebooks_are_numbered_in_teaching_order():
@@ -97,11 +258,12 @@ def test_cells_that_need_torch_or_triton_say_so(path):
 
 # ------------------------------------------------------------------ a course that stands alone
 # The course was written from texts the students never get: nothing they read may point at them
-# ("as the source says", "Example 12"), in a notebook, a check's message or a docstring.
+# ("as the source says", "Example 12"), in a notebook, a check's message or a docstring. The
+# contract is the repository's own docs/API.md.
 CITES_OUTSIDE = re.compile(
     r"\bExamples? \d+\b|\b(?:the )?(?:reference|source) texts?\b|\bthe source (?:says|draws|"
     r"text|gives)\b|\bthe (?:llama3/longrope )?notes\b|\bthe text's\b|\bthe lesson's\b|"
-    r"attention-optimizations-and|rope-scaling-sliding|llama3-and-longrope|\.\./shared|API\.md",
+    r"attention-optimizations-and|rope-scaling-sliding|llama3-and-longrope|\.\./shared|(?<!docs/)API\.md",
     re.I)
 
 
@@ -135,6 +297,7 @@ def test_package_docs_and_messages_cite_nothing_outside_the_course():
     paths = glob.glob(os.path.join(ROOT, "lessonlib", "**", "*.py"), recursive=True)
     paths += [os.path.join(ROOT, p) for p in ("README.md", "notebooks/README.md",
                                               "instructors/README.md")]
+    paths += glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
     paths += glob.glob(os.path.join(ROOT, "instructors", "solutions", "*.py"))
     paths += glob.glob(os.path.join(ROOT, "lessonlib", "configs", "*.json"))  # their _source notes
     for folder in ("tests", "scripts", "benchmarks"):  # a maintainer has only the repository

@@ -6,6 +6,7 @@ from matplotlib.colors import to_hex
 
 from _support import labelled
 
+from lessonlib.attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from lessonlib.plots import attention as P
 
 
@@ -103,27 +104,27 @@ def _area(path):
 
 
 def test_block_map_and_resize(ax):
-    codes = np.array([[P.BLOCK_MASKED, P.BLOCK_SKIPPED], [P.BLOCK_FULL, P.BLOCK_MASKED]])
+    codes = np.array([[TILE_MASKED, TILE_SKIPPED], [TILE_FULL, TILE_MASKED]])
     art = P.draw_block_map(ax, codes, block=4, n=8)
     labelled(ax)
     assert "2 x 2" in ax.get_title()
     assert len(ax.get_legend().get_texts()) == 3
     tiles = art["tiles"]
-    assert [_area(tiles[c].get_path()) for c in (P.BLOCK_SKIPPED, P.BLOCK_MASKED,
-                                                  P.BLOCK_FULL)] == [0.25, 0.5, 0.25]
+    assert [_area(tiles[c].get_path()) for c in (TILE_SKIPPED, TILE_MASKED,
+                                                  TILE_FULL)] == [0.25, 0.5, 0.25]
     assert len(art["grid"].get_segments()) == 2  # one inner edge each way
-    bigger = np.full((4, 4), P.BLOCK_FULL)
+    bigger = np.full((4, 4), TILE_FULL)
     P.update_block_map(ax, art, bigger, block=2, n=8)
-    assert _area(tiles[P.BLOCK_FULL].get_path()) == pytest.approx(1.0)
-    assert _area(tiles[P.BLOCK_MASKED].get_path()) == 0.0
+    assert _area(tiles[TILE_FULL].get_path()) == pytest.approx(1.0)
+    assert _area(tiles[TILE_MASKED].get_path()) == 0.0
     assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (1.0, 0.0)  # whatever T is
     assert "4 x 4" in ax.get_title()
 
 
 def test_tile_rectangles_merge_runs_and_shorten_the_last_block():
-    codes = np.array([[P.BLOCK_MASKED, P.BLOCK_SKIPPED, P.BLOCK_SKIPPED],
-                      [P.BLOCK_FULL, P.BLOCK_MASKED, P.BLOCK_SKIPPED],
-                      [P.BLOCK_FULL, P.BLOCK_FULL, P.BLOCK_MASKED]])
+    codes = np.array([[TILE_MASKED, TILE_SKIPPED, TILE_SKIPPED],
+                      [TILE_FULL, TILE_MASKED, TILE_SKIPPED],
+                      [TILE_FULL, TILE_FULL, TILE_MASKED]])
     rects, kinds = P.tile_rectangles(codes, block=4, n=10)  # blocks of 4, 4 and 2 tokens
     assert len(rects) == 7 and list(kinds) == [1, 0, 2, 1, 0, 2, 1]
     np.testing.assert_allclose(rects[1][[0, 2]], [[0.4, 0.0], [1.0, 0.4]])  # one run of two

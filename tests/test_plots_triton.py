@@ -6,6 +6,7 @@ from matplotlib.colors import to_rgb
 
 from _support import labelled
 
+from lessonlib.attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from lessonlib.plots import triton as P
 
 
@@ -27,7 +28,7 @@ def test_tile_map_draws_the_codes_with_a_legend(ax):
     assert [t.get_text() for t in ax.get_legend().get_texts()] == \
         list(P.TILE_LABELS) + [P.EDGE_LABEL]
     # Each code gets its own colour, and the three stay apart printed in grey.
-    rgba = [image.cmap(image.norm(c)) for c in (P.TILE_SKIPPED, P.TILE_MASKED, P.TILE_FULL)]
+    rgba = [image.cmap(image.norm(c)) for c in (TILE_SKIPPED, TILE_MASKED, TILE_FULL)]
     greys = sorted(grey(c[:3]) for c in rgba)
     assert min(np.diff(greys)) > 0.15
     assert image.get_interpolation() == "nearest"
@@ -42,7 +43,7 @@ def test_tile_map_draws_the_codes_with_a_legend(ax):
 def test_tile_map_updates_in_place_to_a_new_shape(ax):
     art = P.draw_tile_map(ax, CODES, title="before")
     image = art["image"]
-    bigger = np.full((40, 50), P.TILE_FULL, dtype=np.int8)
+    bigger = np.full((40, 50), TILE_FULL, dtype=np.int8)
     assert P.update_tile_map(ax, art, bigger, title="after") is art
     assert list(ax.images) == [image]  # no second image
     np.testing.assert_array_equal(image.get_array(), bigger)
@@ -100,7 +101,7 @@ def test_mask_edges_cross_only_tiles_computed_with_the_mask(n, block, opts):
         inside = ((np.abs(col - np.round(col)) > near) & (np.abs(row - np.round(row)) > near)
                   & (col < t) & (row < t))
         hit = codes[row[inside].astype(int), col[inside].astype(int)]
-        assert (hit == P.TILE_MASKED).all(), (i, np.unique(hit))
+        assert (hit == TILE_MASKED).all(), (i, np.unique(hit))
 
 
 def test_work_curves_draw_on_log_axes_and_update_in_place(ax):

@@ -2,6 +2,7 @@
 here, and every number notebooks 07 and 08 print (the d = 128, b = 10,000 head and its PI, NTK and
 YaRN tables; the real models' configs; the engines' rules)."""
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -1347,6 +1348,157 @@ def test_tables_and_orders_name_their_arguments():
                   "rope_scaling.high_freq_factor")
 
 
+# ---------------------------------------------------------------------------------------------
+# scaling_parameters: what each rope type reads, the one place upper layers take L0 and s from
+# ---------------------------------------------------------------------------------------------
+
+def _band_by_hand(r, b, L0, truncate=True):
+    return hf_yarn_band(32.0, 1.0, r, b, L0, truncate)  # both shipped YaRN configs use 32 and 1
+
+
+# name: the fields, written out from the shipped config.json (the keys, and HF's rules by hand)
+SCALING = {
+    "Llama-3.1-8B": dict(rope_type="llama3", base=500_000.0, rotary_dim=4096 // 32, factor=8.0,
+                         original_max=8192,
+                         original_max_key="rope_scaling.original_max_position_embeddings",
+                         low_freq_factor=1.0, high_freq_factor=4.0, attention_factor=1.0),
+    "Llama-3.2-1B": dict(rope_type="llama3", base=500_000.0, rotary_dim=64, factor=32.0,
+                         original_max=8192, low_freq_factor=1.0, high_freq_factor=4.0),
+    "Qwen2.5-7B-Instruct": dict(  # the card's block: legacy "type", betas and truncate left out
+        rope_type="yarn", base=1e6, rotary_dim=3584 // 28, factor=4.0, original_max=32768,
+        attention_factor=0.1 * math.log(4.0) + 1.0, beta_fast=32.0, beta_slow=1.0, truncate=True,
+        yarn_band=(23, 40), mscale=None, mscale_all_dim=None, max_position_embeddings=None),
+    "DeepSeek-V3": dict(  # MLA: r is qk_rope_head_dim; equal mscales give no attention factor
+        rope_type="yarn", base=10_000.0, rotary_dim=64, factor=40.0, original_max=4096,
+        attention_factor=1.0, beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
+        truncate=True, yarn_band=(10, 23)),
+    "gpt-oss-20b": dict(rope_type="yarn", base=150_000.0, rotary_dim=64, factor=32.0,
+                        original_max=4096, attention_factor=0.1 * math.log(32.0) + 1.0,
+                        truncate=False, yarn_band=_band_by_hand(64, 150_000.0, 4096, False)),
+    "Phi-3.5-mini-instruct": dict(  # no factor: HF reads 131,072 / 4,096; L0 at the top level
+        rope_type="longrope", base=10_000.0, rotary_dim=3072 // 32, factor=131072 / 4096,
+        original_max=4096, original_max_key="original_max_position_embeddings",
+        max_position_embeddings=131072,
+        attention_factor=math.sqrt(1 + math.log(32.0) / math.log(4096.0)),  # 1.1902
+        beta_fast=None, yarn_band=None, low_freq_factor=None),
+    "Mistral-7B": dict(rope_type="default", base=10_000.0, rotary_dim=128, factor=1.0,
+                       original_max=None, max_position_embeddings=None, attention_factor=1.0,
+                       beta_fast=None, truncate=None, short_factor=None),
+    "Gemma-3-27B": dict(rope_type="linear", base=1e6, rotary_dim=128, factor=8.0,
+                        original_max=None, attention_factor=1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALING))
+def test_scaling_parameters_of_the_shipped_configs(name):
+    sp = R.scaling_parameters(load_config(name))
+    for field, want in SCALING[name].items():
+        got = getattr(sp, field)
+        if isinstance(want, float):
+            assert got == pytest.approx(want, rel=1e-12), field
+        else:
+            assert got == want, field
+
+
+def test_scaling_parameters_of_the_shipped_longrope_lists_and_gemma_local_layers():
+    phi = load_config("Phi-3.5-mini-instruct")
+    sp = R.scaling_parameters(phi)
+    assert sp.short_factor == tuple(phi["rope_scaling"]["short_factor"]) and len(sp.short_factor) == 48
+    assert sp.long_factor == tuple(phi["rope_scaling"]["long_factor"])
+    local = R.scaling_parameters(load_config("Gemma-3-27B"), layer_type="sliding_attention")
+    assert (local.rope_type, local.base, local.factor, local.section) == \
+        ("default", 10_000.0, 1.0, "rope_local_base_freq")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sp.factor = 2.0
+
+
+def test_scaling_parameters_resolve_hf_defaults_and_null_factors():
+    yarn = R.scaling_parameters(cfg({"rope_type": "yarn", "factor": None,
+                                     "original_max_position_embeddings": 4096}))
+    assert (yarn.factor, yarn.max_position_embeddings) == (32768 / 4096, 32768)  # HF: max / L0
+    assert (yarn.beta_fast, yarn.beta_slow, yarn.truncate) == (32.0, 1.0, True)  # `or 32`, `or 1`
+    assert yarn.attention_factor == pytest.approx(0.1 * math.log(8.0) + 1)
+    assert yarn.yarn_band == hf_yarn_band(32, 1, 128, 1e4, 4096)
+    deepseek = R.scaling_parameters(cfg({**YARN, "factor": 40, "mscale": 0.707,
+                                         "mscale_all_dim": 1.0}, head_dim=64))
+    mu = lambda s, m: 0.1 * m * math.log(s) + 1  # noqa: E731
+    assert deepseek.attention_factor == pytest.approx(mu(40, 0.707) / mu(40, 1.0))
+    dynamic = R.scaling_parameters(cfg({"rope_type": "dynamic", "factor": 4.0}))
+    assert (dynamic.original_max, dynamic.original_max_key) == (32768, "max_position_embeddings")
+    v5 = R.scaling_parameters(as_v5(cfg(LLAMA3, rope_theta=5e5)))
+    assert (v5.base, v5.theta_key, v5.section) == (5e5, "rope_parameters.rope_theta", "rope_parameters")
+    assert R.scaling_parameters({"head_dim": 16}).base == 10_000.0  # HF's default_theta
+
+
+def _raised(f, *args, **kwargs):
+    try:
+        f(*args, **kwargs)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+@pytest.mark.parametrize("config, key", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_scaling_parameters_raise_what_rope_frequencies_raises(config, key):
+    message = _raised(R.scaling_parameters, config)
+    assert message is not None and message == _raised(R.rope_frequencies, config)
+
+
+@given(valid_configs(), st.sampled_from(["factor", "original_max_position_embeddings", "low_freq_factor",
+                                         "high_freq_factor", "beta_fast", "beta_slow", "mscale",
+                                         "attention_factor", "short_factor", "rope_theta", "head_dim",
+                                         "truncate", "max_position_embeddings"]), ANYTHING)
+def test_property_scaling_parameters_fail_exactly_where_rope_frequencies_fails(config, key, value):
+    if key in ("rope_theta", "head_dim", "max_position_embeddings"):
+        config[key] = value
+    else:
+        config["rope_scaling"][key] = value
+    message = _raised(R.scaling_parameters, config)
+    assert message == _raised(R.rope_frequencies, config)
+    if message is None:  # the fields are what the frequencies are built from
+        sp = R.scaling_parameters(config)
+        assert sp.attention_factor == R.rope_frequencies(config)[1]
+        assert sp.rotary_dim == R.rotary_dim(config)  # (longrope's s = max / L0 may be < 1)
+
+
+@needs("torch")
+@pytest.mark.parametrize("config, seq_len", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_scaling_parameters_rebuild_hf_frequencies_by_hand(config, seq_len):
+    """The fields alone, through the naive formulas written here, give HF's inv_freq."""
+    sp = R.scaling_parameters(config)
+    theta, s = naive_theta(sp.base, sp.rotary_dim), sp.factor
+    i = np.arange(sp.rotary_dim // 2)
+    if sp.rope_type == "yarn":
+        low, high = sp.yarn_band
+        keep = 1 - np.clip((i - low) / ((high - low) or 0.001), 0, 1)
+        ours = theta * keep + theta / s * (1 - keep)
+    elif sp.rope_type == "llama3":
+        L0, lo, hi = sp.original_max, sp.low_freq_factor, sp.high_freq_factor
+        wl = 2 * np.pi / theta
+        smooth = np.clip((L0 / wl - lo) / (hi - lo), 0, 1)
+        ours = np.where(wl < L0 / hi, theta, np.where(wl > L0 / lo, theta / s,
+                                                      (1 - smooth) * theta / s + smooth * theta))
+    elif sp.rope_type == "longrope":
+        long = seq_len is not None and seq_len > sp.original_max
+        ours = theta / np.array(sp.long_factor if long else sp.short_factor)
+    elif sp.rope_type == "dynamic":
+        L = max(seq_len or 0, sp.max_position_embeddings)
+        r = sp.rotary_dim
+        ours = naive_theta(sp.base * (s * L / sp.max_position_embeddings - (s - 1)) ** (r / (r - 2)), r)
+    else:
+        ours = theta / s
+    ref, ref_af = hf_frequencies(config, seq_len)
+    np.testing.assert_allclose(ours, ref, **F32)
+    assert sp.attention_factor == pytest.approx(ref_af, rel=1e-12)
+
+
+def test_a_yarn_config_without_its_trained_length_is_refused_by_name():
+    config = {"head_dim": 128, "max_position_embeddings": 16384,
+              "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    with pytest.raises(ValueError, match=r"rope_scaling\.original_max_position_embeddings is required"):
+        R.scaling_parameters(config)
+
+
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of the public functions, fed what a careful user might pass by mistake: each
 # must be a ValueError naming the argument or the config key (tests/_bad.py; coverage in
@@ -1388,9 +1540,7 @@ _COMMON_CFG = {**_ROPE_CFG,  # what rope_frequencies reads beyond the rope dict:
                "config.head_dim": ints(minimum=1, maximum=R._MAX_HEAD_DIM, none_ok=True) | st.just(63),
                "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True) | st.just(69 / 128)}
 
-BAD_INPUTS = [
-    Case(R.rope_frequencies, args=(_YARN_CFG, 8192), id="rope_frequencies[yarn]",
-         bad=dict(_COMMON_CFG, seq_len=ints(minimum=1, maximum=_MAXPOS, none_ok=True), **{
+_YARN_BAD = dict(_COMMON_CFG, **{
              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.sampled_from([2, 5]),
              "config.rope_scaling.beta_fast": reals(minimum=0.0, none_ok=True) | st.sampled_from([0.5, 1e308]),
@@ -1399,32 +1549,48 @@ BAD_INPUTS = [
              "config.rope_scaling.mscale": reals(none_ok=True),
              "config.rope_scaling.mscale_all_dim": reals(none_ok=True),
              "config.rope_scaling.truncate": flags(),
-             "config.rope_scaling.low_freq_factor": st.just(1.0)}),
-         names={"config.rope_scaling.beta_slow": "rope_scaling.beta_slow"}),
+             "config.rope_scaling.low_freq_factor": st.just(1.0)})
+_YARN_NAMES = {"config.rope_scaling.beta_slow": "rope_scaling.beta_slow"}
+_LONGROPE_BAD = {"config.rope_scaling.long_factor": _BAD_LIST, "config.rope_scaling.short_factor": _BAD_LIST,
+                 "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
+                 "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True),
+                 "config.original_max_position_embeddings": _LENGTH | st.just(1),
+                 "config.max_position_embeddings": _LENGTH,
+                 "config.rope_scaling.beta_fast": st.just(32.0)}
+_LLAMA3_BAD = {"config.rope_scaling.factor": reals(minimum=1.0),
+               "config.rope_scaling.low_freq_factor": reals(above=0.0) | st.just(4.0),
+               "config.rope_scaling.high_freq_factor": reals(above=0.0) | st.just(0.5),
+               "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
+               "config.rope_scaling.mscale": st.just(1.0)}
+_DYNAMIC_BAD = {"config.max_position_embeddings": _LENGTH | st.just(DELETE),
+                "config.rope_scaling.factor": reals(minimum=1.0) | st.just(DELETE),
+                "config.head_dim": st.just(2)}  # r = 2: b * s^(r/(r-2)) has no meaning
+_V5_LAYER_BAD = {"config.rope_parameters.sliding_attention.factor": st.just(2.0) | reals(),
+                 "config.rope_parameters.sliding_attention.rope_theta": reals(above=1.0, none_ok=True),
+                 "config.rope_parameters.sliding_attention.rope_type": choices(_TYPES, none_ok=True),
+                 "layer_type": texts(none_ok=True) | st.just("chunked_attention")}
+_SEQ_LEN = ints(minimum=1, maximum=_MAXPOS, none_ok=True)
+
+BAD_INPUTS = [
+    Case(R.rope_frequencies, args=(_YARN_CFG, 8192), id="rope_frequencies[yarn]",
+         bad=dict(_YARN_BAD, seq_len=_SEQ_LEN), names=_YARN_NAMES),
     Case(R.rope_frequencies, args=(_LONGROPE_CFG, 8192), id="rope_frequencies[longrope]",
-         bad={"config.rope_scaling.long_factor": _BAD_LIST, "config.rope_scaling.short_factor": _BAD_LIST,
-              "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
-              "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True),
-              "config.original_max_position_embeddings": _LENGTH | st.just(1),
-              "config.max_position_embeddings": _LENGTH,
-              "config.rope_scaling.beta_fast": st.just(32.0)}),
-    Case(R.rope_frequencies, args=(_LLAMA3_CFG,), id="rope_frequencies[llama3]",
-         bad={"config.rope_scaling.factor": reals(minimum=1.0),
-              "config.rope_scaling.low_freq_factor": reals(above=0.0) | st.just(4.0),
-              "config.rope_scaling.high_freq_factor": reals(above=0.0) | st.just(0.5),
-              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
-              "config.rope_scaling.mscale": st.just(1.0)}),
+         bad=_LONGROPE_BAD),
+    Case(R.rope_frequencies, args=(_LLAMA3_CFG,), id="rope_frequencies[llama3]", bad=_LLAMA3_BAD),
     Case(R.rope_frequencies, args=(_DYNAMIC_CFG, 65536), id="rope_frequencies[dynamic]",
-         bad={"config.max_position_embeddings": _LENGTH | st.just(DELETE),
-              "config.rope_scaling.factor": reals(minimum=1.0) | st.just(DELETE),
-              "config.head_dim": st.just(2),  # r = 2: b * s^(r/(r-2)) has no meaning
-              "seq_len": ints(minimum=1, maximum=_MAXPOS, none_ok=True)}),
+         bad=dict(_DYNAMIC_BAD, seq_len=_SEQ_LEN)),
     Case(R.rope_frequencies, args=(_GEMMA_V5,), kwargs=dict(layer_type="sliding_attention"),
-         id="rope_frequencies[v5 per layer]",
-         bad={"config.rope_parameters.sliding_attention.factor": st.just(2.0) | reals(),
-              "config.rope_parameters.sliding_attention.rope_theta": reals(above=1.0, none_ok=True),
-              "config.rope_parameters.sliding_attention.rope_type": choices(_TYPES, none_ok=True),
-              "layer_type": texts(none_ok=True) | st.just("chunked_attention")}),
+         id="rope_frequencies[v5 per layer]", bad=_V5_LAYER_BAD),
+    # scaling_parameters reads every key rope_frequencies reads, with the same errors
+    Case(R.scaling_parameters, args=(_YARN_CFG,), id="scaling_parameters[yarn]", bad=_YARN_BAD,
+         names=_YARN_NAMES),
+    Case(R.scaling_parameters, args=(_LONGROPE_CFG,), id="scaling_parameters[longrope]",
+         bad=_LONGROPE_BAD),
+    Case(R.scaling_parameters, args=(_LLAMA3_CFG,), id="scaling_parameters[llama3]", bad=_LLAMA3_BAD),
+    Case(R.scaling_parameters, args=(_DYNAMIC_CFG,), id="scaling_parameters[dynamic]",
+         bad=_DYNAMIC_BAD),
+    Case(R.scaling_parameters, args=(_GEMMA_V5,), kwargs=dict(layer_type="sliding_attention"),
+         id="scaling_parameters[v5 per layer]", bad=_V5_LAYER_BAD),
     Case(R.rope_parameters, args=(_YARN_CFG,), bad=_ROPE_CFG),
     Case(R.rotary_dim, args=({k: v for k, v in _HEAD.items() if k != "head_dim"},),
          bad={"config": _NOT_A_DICT,

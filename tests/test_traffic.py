@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import attention_mask
-from lessonlib.traffic import (GIB, MIB, flash_hbm_accesses, long_context_cost, naive_traffic,
-                               score_matrix_table, score_slice_bytes, tiled_traffic,
-                               traffic_ratio_table)
+from lessonlib.traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, flash_hbm_accesses,
+                               long_context_cost, naive_traffic, score_matrix_table,
+                               score_slice_bytes, tiled_traffic, traffic_ratio_table)
 
 
 def test_tile_walk_exact_counts():
@@ -70,6 +70,29 @@ def test_long_context_cost_table():
     dense = long_context_cost([4096], params=8.03e9, layers=32, q_dim=4096,
                               kv_bytes_per_token=131072, causal=False)[0]
     assert dense.attention_flops == 2 * rows[0].attention_flops == 4 * 4096 ** 2 * 4096 * 32
+
+
+@pytest.mark.parametrize("params, layers, q_dim, tokens", [
+    (8.03e9, 32, 4096, 61264.0380859375),  # Llama 3 8B, notebooks 01 and 09: 61,264
+    (1_235_814_400, 16, 2048, 37714.0625),  # Llama 3.2 1B, notebook 09's exercise: 37,714
+    (7.6e9, 28, 3584, 75733.41836734694),  # Qwen2.5-7B: 28 heads x 128 = 3,584
+])
+def test_crossover_length_is_p_over_q_dim_l(params, layers, q_dim, tokens):
+    n = crossover_length(params, layers=layers, q_dim=q_dim)
+    assert n == pytest.approx(tokens, rel=1e-12)
+    assert crossover_length(params, layers=layers, q_dim=q_dim, causal=False) == \
+        pytest.approx(tokens / 2, rel=1e-12)  # no mask: 4 n^2 q_dim L, twice the attention
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_crossover_length_is_where_long_context_cost_terms_meet(causal):
+    """The definition: at n the weights' FLOPs equal attention's (below, weights cost more)."""
+    n = crossover_length(LLAMA3_8B_PARAMS, layers=32, q_dim=4096, causal=causal)
+    at, before = long_context_cost([round(n), round(n) - 2000], params=LLAMA3_8B_PARAMS,
+                                   layers=32, q_dim=4096, kv_bytes_per_token=1, causal=causal)
+    assert at.attention_flops == pytest.approx(at.weight_flops, rel=1e-4)
+    assert before.attention_flops < before.weight_flops
+    assert LLAMA3_8B_PARAMS == 8.03e9  # the count notebooks 01 and 09 print
 
 
 @pytest.mark.parametrize("call, match", [
@@ -236,5 +259,8 @@ BAD_INPUTS = [
     Case(long_context_cost, args=([4096, 32768],), kwargs=_COST,
          bad=dict(lengths=_LENGTHS, params=reals(above=0.0), layers=ints(minimum=1),
                   q_dim=ints(minimum=1), kv_bytes_per_token=ints(minimum=1), causal=flags())),
+    Case(crossover_length, args=(8.03e9,), kwargs=dict(layers=32, q_dim=4096, causal=True),
+         bad=dict(params=reals(above=0.0), layers=ints(minimum=1), q_dim=ints(minimum=1),
+                  causal=flags())),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from lessonlib.attention import attention_mask, key_blocks
-from lessonlib.plots import attention as P
+from lessonlib.attention import TILE_FULL, TILE_SKIPPED, block_map
 from lessonlib.softmax import online_attention_row, online_attention_trace
 from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,
                                score_matrix_table, tiled_traffic)
@@ -139,23 +138,6 @@ def _path_area(path):
     return float(np.sum(np.abs((v[:, 2, 0] - v[:, 0, 0]) * (v[:, 2, 1] - v[:, 0, 1]))))
 
 
-def test_block_map_agrees_with_the_mask_and_key_blocks():
-    for n, b in [(256, 64), (300, 64), (200, 48), (64, 16), (2048, 512), (100, 7)]:
-        codes = W.block_map(n, b, causal=True)
-        t = -(-n // b)
-        assert codes.shape == (t, t)
-        mask = attention_mask(n, n, causal=True)
-        for i in range(t):
-            visited = {j0 // b for j0 in key_blocks(i * b, min(i * b + b, n), n, b, causal=True)}
-            for j in range(t):
-                tile = mask[i * b:(i + 1) * b, j * b:(j + 1) * b]
-                expect = (P.BLOCK_SKIPPED if not tile.any()
-                          else P.BLOCK_FULL if tile.all() else P.BLOCK_MASKED)
-                assert codes[i, j] == expect
-                assert (codes[i, j] != P.BLOCK_SKIPPED) == (j in visited)
-    assert (W.block_map(256, 64, causal=False) == P.BLOCK_FULL).all()
-
-
 def test_tiled_explorer_block_slider():
     w = W.tiled_explorer()
     assert w.values == {"block": 64, "n": 512, "causal": True}
@@ -165,7 +147,7 @@ def test_tiled_explorer_block_slider():
     assert f"naive {naive:,}, tiled {tiled.total:,}" in w.readout
     assert f"ratio naive / tiled = {naive / tiled.total:.2f}; estimate 2B/d = 2.00" in w.readout
     assert "10 of 16 tiles computed (4 of them need the mask), 6 skipped (37.5%)" in w.readout
-    np.testing.assert_array_equal(w.data["codes"], W.block_map(512, 128, causal=True))
+    np.testing.assert_array_equal(w.data["codes"], block_map(512, 128, causal=True))
     # each kind of tile is one patch whose area is its tiles' share of the n x n square
     for code, patch in w.artists["map"]["tiles"].items():
         assert _path_area(patch.get_path()) == pytest.approx(
@@ -183,7 +165,7 @@ def test_tiled_explorer_small_blocks_lose_and_ceil_shows():
     assert "ceil(n / B) = 4 query blocks (the last holds 192 rows) x 4 key blocks" in w.readout
     assert "no mask: 16 of 16 tiles computed" in w.readout and "0 skipped" in w.readout
     # the last block is 192 of 960 tokens: the full tiles cover the whole square
-    assert _path_area(w.artists["map"]["tiles"][P.BLOCK_FULL].get_path()) == pytest.approx(1.0)
+    assert _path_area(w.artists["map"]["tiles"][TILE_FULL].get_path()) == pytest.approx(1.0)
     w.controls["block"].value = 16
     assert "tiling moves MORE floats than naive" in w.readout
     lines = w.artists["ratio"]["lines"]
@@ -406,7 +388,7 @@ def test_tokens_slider_reaches_the_exercise_lengths():
     w.controls["block"].value = 64
     w.controls["n"].value = 300
     assert "5 query blocks (the last holds 44 rows) x 5 key blocks" in w.readout
-    skipped = {(int(i), int(j)) for i, j in zip(*np.nonzero(w.data["codes"] == P.BLOCK_SKIPPED))}
+    skipped = {(int(i), int(j)) for i, j in zip(*np.nonzero(w.data["codes"] == TILE_SKIPPED))}
     verdict = checks.causal_skipped_blocks(skipped)
     assert verdict.ok is True, verdict
 
@@ -438,8 +420,6 @@ BAD_INPUTS = [
                   values=arrays_with(np.array(W.EXAMPLE_VALUES, dtype=float), kind="real")
                   | st.just(np.zeros((6, 3))),
                   sink_logit=reals(minimum=-2.0, maximum=8.0))),
-    Case(W.block_map, args=(100, 32), bad=dict(n=ints(minimum=1), block=ints(minimum=1),
-                                               causal=flags())),
     Case(W.tiled_explorer, kwargs=dict(n=128, blocks=(32, 64), block=64),
          bad=dict(n=ints(minimum=64, maximum=2048), d=ints(minimum=1),
                   block=ints(minimum=1) | st.just(16), causal=flags(),

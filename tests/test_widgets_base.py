@@ -264,3 +264,38 @@ def test_a_changed_figure_is_rendered_in_full(change):
     assert len(renders) == n + 1
     assert not w.fig.stale
     assert frames[-1].shape[:2] == pixels(w.fig).shape[:2]
+
+
+# ------------------------------------------------------------------ one way to build an Explorer
+def test_redraw_may_return_the_numbers_it_shows_and_axes_and_artists_are_given_at_construction():
+    fig, ax = _base.new_figure(figsize=(3, 2))
+    (line,) = ax.plot([0, 1], [0, 1])
+    _base.freeze_layout(fig)
+    w = _base.Explorer({"a": widgets.FloatSlider(value=1.0, min=0.0, max=2.0)}, fig,
+                       lambda a: (line.set_ydata([0, a]) or f"a = {a}", {"top": a}),
+                       axes=(ax,), artists={"line": line})
+    assert (w.readout, w.data, w.axes, w.artists) == ("a = 1.0", {"top": 1.0}, (ax,),
+                                                       {"line": line})
+    first = w.data
+    w.controls["a"].value = 2.0
+    assert w.readout == "a = 2.0" and w.data == {"top": 2.0} and first == {"top": 1.0}
+    w.rehearse(a=0.5)  # a rehearsal ends at the current setting: its numbers are the data
+    assert w.data == {"top": 2.0}
+    plain = _base.Explorer({}, fig, lambda: "text only")
+    assert plain.readout == "text only" and plain.data == {} and plain.axes == ()
+
+
+def test_every_factory_builds_its_explorer_one_way():
+    """No factory glues axes, artists or data onto an Explorer after building it, or keeps
+    its numbers in a dict it clears and refills: redraw returns them (see Explorer)."""
+    import pathlib
+    import re
+    glued = re.compile(r"\b\w+\.(axes|artists|data)\s*(,[^=]*)?=(?!=)|\bstate\.(clear|update)\(")
+    found = []
+    for path in sorted(pathlib.Path(_base.__file__).parent.glob("*.py")):
+        if path.name == "_base.py":
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if glued.search(line):
+                found.append(f"{path.name}:{i}: {line.strip()}")
+    assert not found, found

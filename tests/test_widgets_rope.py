@@ -243,20 +243,32 @@ def test_scaling_explorer_band_follows_base_and_trained_length():
     assert w.data["band"] == (18, 35)
 
 
-@pytest.mark.parametrize("name", ["Llama-3.1-8B", "Qwen2.5-7B-Instruct", "DeepSeek-V3",
-                                  "gpt-oss-20b", "Phi-3.5-mini-instruct"])
+def _band_by_hand(r, b, L0, truncate=True, beta_fast=32.0, beta_slow=1.0):
+    """HF's find_correction_range written out: r ln(L0 / (2 pi beta)) / (2 ln b), clamped."""
+    low, high = (r * math.log(L0 / (2 * math.pi * n)) / (2 * math.log(b)) for n in (beta_fast, beta_slow))
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    return max(low, 0), min(high, r - 1)
+
+
+# name: (factor, base, L0, rotary dim, truncate), read off the shipped config.json by hand
+MODEL_START = {
+    "Llama-3.1-8B": (8.0, 500_000, 8192, 128, True),  # llama3: the explorer's YaRN uses 32, 1
+    "Qwen2.5-7B-Instruct": (4.0, 1_000_000, 32768, 128, True),
+    "DeepSeek-V3": (40.0, 10_000, 4096, 64, True),  # qk_rope_head_dim
+    "gpt-oss-20b": (32.0, 150_000, 4096, 64, False),
+    "Phi-3.5-mini-instruct": (32.0, 10_000, 4096, 96, True),  # no factor: 131,072 / 4,096
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_START))
 def test_scaling_explorer_starts_from_a_models_config(name):
-    cfg = load_config(name)
-    p = R.rope_parameters(cfg)
-    r = R.rotary_dim(cfg)
+    factor, b, L0, r, truncate = MODEL_START[name]
     w = W.scaling_explorer(name)
-    L0 = cfg.get("original_max_position_embeddings") or p.get("original_max_position_embeddings") \
-        or cfg["max_position_embeddings"]
-    assert w.values["b"] == int(p["rope_theta"]) and w.values["L0"] == L0
+    assert w.values == {"factor": factor, "b": b, "L0": L0}
     assert len(w.artists["ratios"]["lines"]["YaRN"].get_ydata()) == r // 2
-    band = R.yarn_correction_range(p.get("beta_fast") or 32, p.get("beta_slow") or 1, r,
-                                   p["rope_theta"], L0, p.get("truncate", True))
-    assert w.data["band"] == band
+    band = _band_by_hand(r, b, L0, truncate)
+    assert w.data["band"] == pytest.approx(band, rel=1e-12) and w.betas == (32.0, 1.0)
     assert re.search(rf"rotary dim {r}$", w.readout.splitlines()[0])
     if name == "gpt-oss-20b":  # truncate: false gives a fractional band
         assert f"YaRN band (low, high) = ({band[0]:.2f}, {band[1]:.2f})" in w.readout
@@ -367,9 +379,10 @@ def test_a_slider_step_draws_only_what_changes(monkeypatch, make, key, values):
 
     monkeypatch.setattr(Figure, "draw", counting("figure", Figure.draw))
     monkeypatch.setattr(Text, "draw", counting("text", Text.draw))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     w = make()
     counts.update(figure=0, text=0)
-    w.fig.canvas.draw()
+    FigureCanvasAgg.draw(w.fig.canvas)  # a full render, whatever the canvas
     full = dict(counts)
     assert full["figure"] == 1 and full["text"] > 20
     for v in values:
@@ -411,8 +424,28 @@ test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 
 
 def test_scaling_explorer_refuses_a_yarn_config_without_its_trained_length():
-    # It used to show L0 = max_position_embeddings (16,384) where rope_frequencies refuses.
+    # It used to show L0 = max_position_embeddings (16,384) where rope_frequencies refuses: now
+    # it reads rope.scaling_parameters, and says what rope_frequencies says, word for word.
     cfg = {"head_dim": 128, "max_position_embeddings": 16384,
            "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
-    with pytest.raises(ValueError, match="original_max_position_embeddings"):
+    with pytest.raises(ValueError) as compute:
+        R.rope_frequencies(cfg)
+    with pytest.raises(ValueError, match="original_max_position_embeddings is required") as explorer:
         W.scaling_explorer(cfg)
+    assert str(explorer.value) == str(compute.value)
+
+
+@pytest.mark.parametrize("name", ["Mistral-7B", "Gemma-3-27B"])
+def test_scaling_explorer_refuses_a_config_that_records_no_trained_length(name):
+    # default and linear read no L0: the explorer used to take max_position_embeddings for it
+    # (Gemma 3's 131,072, the length after its 8x linear scaling, as if it were trained on it)
+    with pytest.raises(ValueError, match=r"config has rope_type '(default|linear)', which reads no "
+                                         r"trained length L0"):
+        W.scaling_explorer(name)
+
+
+def test_scaling_explorer_starts_a_dynamic_config_from_max_position_embeddings():
+    # HF's dynamic rule scales past max_position_embeddings: that is its trained length
+    cfg = {"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 8192,
+           "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    assert W.scaling_explorer(cfg).values == {"factor": 2.0, "b": 10_000, "L0": 8192}

@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 from _support import needs  # noqa: E402
 
 from lessonlib import kernel_plan as KP  # noqa: E402
+from lessonlib.attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED  # noqa: E402
 from lessonlib.plots import triton as P  # noqa: E402
 from lessonlib.widgets import triton as W  # noqa: E402
 
@@ -47,9 +48,9 @@ def test_explorer_starts_at_the_notebooks_setting():
     assert set(w.controls) == {"n", "block", "window", "sinks", "causal"}
     assert w.values == dict(n=1024, block=64, window=256, sinks=4, causal=True)
     codes = KP.kernel_tile_plan(1024, 1024, causal=True, window=256, sink_tokens=4)
-    computed = int((codes != P.TILE_SKIPPED).sum())
+    computed = int((codes != TILE_SKIPPED).sum())
     assert "grid axis 0 = cdiv(1024, 64) = 16 programs, 16 key blocks of 64" in w.readout
-    masked = int((codes == P.TILE_MASKED).sum())
+    masked = int((codes == TILE_MASKED).sum())
     assert f"causal, W = 256, 4 sinks: {computed:,} of 256 tiles computed " \
         f"({computed / 256:.1%})\n{masked} of them with the mask, {computed - masked} " \
         "without (interior blocks)" in w.readout
@@ -102,7 +103,7 @@ def test_window_zero_means_no_window_and_causal_switches_off():
     w.controls["causal"].value = False
     assert "not causal, no window: 256 of 256 tiles computed (100.0%)\n" \
         "0 of them with the mask, 256 without" in w.readout
-    assert (w.artists["map"]["image"].get_array() == P.TILE_FULL).all()
+    assert (w.artists["map"]["image"].get_array() == TILE_FULL).all()
     assert len(w.artists["map"]["edges"].get_xdata()) == 0  # no mask, no edge
     dense = w.artists["work"]["lines"]["no mask (dense)"].get_ydata()
     np.testing.assert_array_equal(w.artists["work"]["lines"]["current settings"].get_ydata(),
@@ -148,7 +149,7 @@ def test_sinks_add_sink_blocks_to_every_program_past_the_window():
     w = W.tile_map_explorer()
     w.controls["sinks"].value = 100  # keys 0..99: key blocks 0 and 1 (BLOCK_N = 64)
     codes = w.artists["map"]["image"].get_array()
-    assert (codes[8:, :2] == P.TILE_MASKED).all()  # late programs visit both sink blocks
+    assert (codes[8:, :2] == TILE_MASKED).all()  # late programs visit both sink blocks
     assert "visits: sinks 0..1 | window edge" in w.readout
 
 

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from lessonlib.attention import attention_mask
+from lessonlib.attention import MASK_HIDDEN, MASK_SINK, MASK_WINDOW, attention_mask, mask_codes
 from lessonlib.configs import load_config
 from lessonlib.kv_cache import kv_cache_bytes, layer_windows
 from lessonlib.plots import windows as plots
@@ -47,8 +47,8 @@ def test_initial_state(w):
     visible = attention_mask(n, n, causal=True, window=W, sink_tokens=sinks)
     codes = plots.mask_drawn(w.artists["mask"], n)  # what the polygons cover
     np.testing.assert_array_equal(codes, w.artists["mask"]["codes"])
-    np.testing.assert_array_equal(codes != plots.MASK_HIDDEN, visible)
-    np.testing.assert_array_equal(codes == plots.MASK_WINDOW,
+    np.testing.assert_array_equal(codes != MASK_HIDDEN, visible)
+    np.testing.assert_array_equal(codes == MASK_WINDOW,
                                   attention_mask(n, n, causal=True, window=W))
     entries, keep = expected_entries(n, W, sinks)
     assert keep == 132
@@ -89,22 +89,22 @@ def test_whole_cache_numbers_follow_the_engines(w):
     assert f"every layer global {full:.2f} MiB" in w.readout
     assert f"sinks + window {ideal:.2f} MiB" in w.readout
     np.testing.assert_array_equal(plots.mask_drawn(w.artists["mask"], 512),
-                                  ww.mask_codes(512, 100, 0))
+                                  mask_codes(512, 100, 0))
 
 
 def test_sinks_slider_adds_sink_columns(w):
     w.controls["sinks"].value = 8
     codes = plots.mask_drawn(w.artists["mask"], 256)
-    assert (codes[200:, :8] == plots.MASK_SINK).all()
+    assert (codes[200:, :8] == MASK_SINK).all()
     assert "+ sinks 0..7 = 136 of 256 keys" in w.readout
     assert not w.controls["sinks"].disabled
     w.controls["window"].value = 304  # the window covers everything: sinks add nothing
     assert ", sinks inside it" in w.readout
-    assert not (plots.mask_drawn(w.artists["mask"], 256) == plots.MASK_SINK).any()
+    assert not (plots.mask_drawn(w.artists["mask"], 256) == MASK_SINK).any()
     assert w.controls["sinks"].disabled  # a control with no effect is disabled
     w.controls["context"].value = 320  # now keys 0..15 lie outside the window again
     assert not w.controls["sinks"].disabled
-    assert (plots.mask_drawn(w.artists["mask"], 320)[-1, :8] == plots.MASK_SINK).all()
+    assert (plots.mask_drawn(w.artists["mask"], 320)[-1, :8] == MASK_SINK).all()
 
 
 def test_the_figure_fits_and_its_keys_are_off_the_data(w):
@@ -135,12 +135,6 @@ def test_a_window_step_redraws_only_what_moves(w):
         assert w._background is background
 
 
-def test_mask_codes_match_the_contract():
-    codes = ww.mask_codes(10, 4, 2)
-    assert codes[9].tolist() == [2, 2, 0, 0, 0, 0, 1, 1, 1, 1]
-    assert codes[3].tolist() == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
-
-
 def test_a_model_without_windows_is_refused():
     with pytest.raises(ValueError, match="no sliding-window layers"):
         ww.window_explorer("Llama-3.1-8B")
@@ -155,10 +149,6 @@ from hypothesis import strategies as st  # noqa: E402
 BAD_INPUTS = [
     Case(ww.with_window, args=(GPT_OSS, 64),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None]), window=ints(minimum=1))),
-    Case(ww.mask_codes, args=(32, 8, 2),
-         bad=dict(n=ints(minimum=1), window=ints(minimum=1, none_ok=True),
-                  sinks=ints(minimum=0)),
-         names=dict(sinks="sink_tokens")),
     Case(ww.window_explorer, kwargs=dict(n=64, window=32, max_n=128),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None, "Llama-3.1-8B"]),
                   n=ints(minimum=16, maximum=128), window=ints(minimum=1, maximum=128),

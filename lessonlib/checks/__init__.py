@@ -60,8 +60,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._lazy import topic_modules
-
 __all__ = ["Verdict", "NOT_ATTEMPTED", "Unreadable", "exercise", "correct", "wrong",
            "not_attempted", "number", "whole", "items", "vector", "wholes", "call", "unfilled",
            "quiet", "shown", "distinct", "significant_digits", "close_to", "as_number",
@@ -594,4 +592,7 @@ def check_number(name, answer, expected, mistakes, *, unit="", rtol=2e-3, atol=0
     return wrong(name, f"Not {text}. {generic}".strip())
 
 
-__getattr__ = topic_modules(__name__)  # checks.<topic>: imported on first use
+
+# The topic modules, imported here (after the helpers above, which they import) so that
+# dir(checks), completion and static tools see them: checks.attention, checks.rope, ...
+from . import attention, kv_cache, long_context, rope, tinylm, triton, windows  # noqa: E402,F401

@@ -15,8 +15,8 @@ from ..softmax import online_attention_trace, online_softmax_trace
 from ..traffic import GIB, MIB, long_context_cost, naive_traffic, score_matrix_table, tiled_traffic
 from ..attention import key_blocks
 from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to,
-               correct, distinct, exercise, items, not_attempted, shown, unfilled, vector,
-               wholes, wrong)
+               correct, distinct, items, shown, vector, wholes, wrong)
+from ._preamble import preamble
 
 __all__ = [
     "score_matrix_gib", "unfused_scores_mib", "attention_share",
@@ -39,7 +39,7 @@ QUESTIONS = {
 
 # ------------------------------------------------------------------ notebook 01
 
-@exercise
+@preamble
 def score_matrix_gib(answer):
     """GiB of one layer's score matrix S at n = 16,384 with 40 query heads, FP32 (01, ex. 1)."""
     q = QUESTIONS["score_matrix_gib"]
@@ -62,7 +62,7 @@ def score_matrix_gib(answer):
                                  "divided by 2**30.")
 
 
-@exercise
+@preamble
 def unfused_scores_mib(answer):
     """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (01, ex. 2).
 
@@ -92,7 +92,7 @@ def unfused_scores_mib(answer):
                          generic="Queries x keys x query heads x 4 bytes, divided by 2**20.")
 
 
-@exercise
+@preamble
 def attention_share(answer):
     """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (01, ex. 3)."""
     q = QUESTIONS["attention_share"]
@@ -170,15 +170,12 @@ _SOFTMAX_HINTS = {
 }
 
 
-@exercise
+@preamble(function="Give a function update(m, s, x) that returns (m_new, s_new).",
+          probes=_SOFTMAX_PROBES)
 def online_softmax_update(update):
     """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (02, ex. 1).
     A right update computed in float32 passes (``FLOAT32_RTOL``)."""
     name = "online_softmax_update"
-    if not callable(update):
-        return wrong(name, "Give a function update(m, s, x) that returns (m_new, s_new).")
-    if unfilled(update, _SOFTMAX_PROBES):
-        return not_attempted(name)
     for m, s, x in _SOFTMAX_PROBES:
         result, error = call(update, m, s, x, overflow=_OVERFLOW)
         if error:
@@ -278,17 +275,17 @@ def _acc_state(result):
     return (ms[0], ms[1], acc), None
 
 
-@exercise
+def _acc_args():
+    """The probes as the student's function gets them: acc and v as arrays."""
+    return [(m, s, np.array(acc), x, np.array(v)) for m, s, acc, x, v in _ACC_PROBES]
+
+
+@preamble(function="Give a function update(m, s, acc, x, v) returning (m_new, s_new, acc_new).",
+          probes=_acc_args)
 def attention_update(update):
     """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: the value accumulator (02, ex. 2).
     Student code gets copies of acc and v: writing into them changes nothing here."""
     name = "attention_update"
-    if not callable(update):
-        return wrong(name, "Give a function update(m, s, acc, x, v) returning "
-                           "(m_new, s_new, acc_new).")
-    probes = [(m, s, np.array(acc), x, np.array(v)) for m, s, acc, x, v in _ACC_PROBES]
-    if unfilled(update, probes):
-        return not_attempted(name)
     for m, s, acc, x, v in _ACC_PROBES:
         result, error = call(update, m, s, np.array(acc), x, np.array(v))
         if error:
@@ -336,7 +333,7 @@ def attention_update(update):
                          f"after the last key.")
 
 
-@exercise
+@preamble
 def sink_share(answer):
     """Fraction of the weight a learned sink takes from notebook 02's six scores (02, ex. 3).
 
@@ -370,7 +367,7 @@ def sink_share(answer):
 
 # ------------------------------------------------------------------ notebook 03
 
-@exercise
+@preamble
 def tiled_reads(answer):
     """Floats tiled attention reads for n = 100, d = 8, square blocks of 16, no mask (03, ex. 1)."""
     q = QUESTIONS["tiled_reads"]
@@ -423,7 +420,7 @@ def _block_pairs(answer):
     return got
 
 
-@exercise
+@preamble
 def causal_skipped_blocks(answer):
     """The (query block, key block) pairs a causal tiled kernel skips, n = 300, B = 64.
 
@@ -473,7 +470,7 @@ def causal_skipped_blocks(answer):
                                           "j B comes after its last query i B + B - 1.")
 
 
-@exercise
+@preamble
 def small_block_ratio(answer):
     """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, 03, ex. 3)."""
     q = QUESTIONS["small_block_ratio"]

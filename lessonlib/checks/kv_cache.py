@@ -8,8 +8,9 @@ that a hint can say which one was made.
 import numpy as np
 
 from ..configs import load_config
-from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token
-from . import check_number, correct, exercise, vector, wholes, wrong
+from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, model_shape
+from . import check_number, correct, vector, wholes, wrong
+from ._preamble import preamble
 
 __all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "QUESTIONS"]
 
@@ -21,20 +22,15 @@ QUESTIONS = {
 }
 
 
-def _shape(cfg):
-    heads = cfg["num_attention_heads"]
-    return (cfg["num_hidden_layers"], heads, cfg["num_key_value_heads"],
-            cfg.get("head_dim") or cfg["hidden_size"] // heads)
-
-
-@exercise
+@preamble
 def kv_cache_gib(answer):
     """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (GQA)."""
     q = QUESTIONS["kv_cache_gib"]
     cfg = load_config(q["config"])
     n, b = q["n"], q["dtype_bytes"]
     expected = kv_bytes_per_token(cfg, b) * n / GIB
-    layers, heads, kv_heads, d_h = _shape(cfg)
+    shape = model_shape(cfg)
+    layers, heads, kv_heads = shape.layers, shape.heads, shape.kv_heads
     mistakes = [
         (expected / 2, "Half the answer: count a key AND a value per KV head (the factor 2), "
                        "and 2 bytes per F16 number; one of the two factors of 2 is missing."),
@@ -50,7 +46,7 @@ def kv_cache_gib(answer):
                                 "times the tokens, divided by 2**30.")
 
 
-@exercise
+@preamble
 def mla_cache_gib(answer):
     """GiB of DeepSeek-V3's MLA cache (latent + RoPE key) at its full 163,840 tokens, BF16."""
     q = QUESTIONS["mla_cache_gib"]
@@ -68,8 +64,8 @@ def mla_cache_gib(answer):
                                       f"numbers, not the latent alone."),
         (2 * layers * rank * b * n / GIB, "Two slips: MLA has no separate V (do not double), "
                                           "and the RoPE key part (64) belongs to each entry."),
-        (expected * cfg["num_attention_heads"], "The latent is shared by all heads: one entry "
-                                                "per token per layer, not one per head."),
+        (expected * model_shape(cfg).heads, "The latent is shared by all heads: one entry "
+                                            "per token per layer, not one per head."),
         (expected / layers, f"That is one layer; DeepSeek-V3 has {layers}."),
         (kv_bytes_per_token(as_mha, b) * n / GIB, "That is the same model without MLA (every "
                                                   "head's K and V); the question asks for the "
@@ -82,7 +78,7 @@ def mla_cache_gib(answer):
                                 "times the tokens, divided by 2**30.")
 
 
-@exercise
+@preamble
 def kv_head_map(answer):
     """The KV head each of Llama 3 8B's 32 query heads reads (8 KV heads), as a list."""
     name = "kv_head_map"

@@ -10,10 +10,11 @@ import math
 import numpy as np
 
 from ..configs import load_config
-from ..kv_cache import kv_bytes_per_token
+from ..kv_cache import kv_bytes_per_token, model_shape
 from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
-from ..traffic import long_context_cost
-from . import _scalar, _short, call, check_number, correct, exercise, not_attempted, unfilled, wrong
+from ..traffic import LLAMA3_8B_PARAMS, crossover_length, long_context_cost
+from . import _scalar, _short, call, check_number, correct, wrong
+from ._preamble import preamble
 
 __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS",
            "LLAMA32_1B_PARAMS"]
@@ -24,7 +25,7 @@ __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS",
 # layer (tie_word_embeddings), as tests/test_checks_long_context.py counts them.
 LLAMA32_1B_PARAMS = 1_235_814_400
 
-WORKED = dict(config="Llama-3.1-8B", params=8.03e9)  # the notebook's worked shape
+WORKED = dict(config="Llama-3.1-8B", params=LLAMA3_8B_PARAMS)  # the notebook's worked shape
 
 QUESTIONS = {
     "crossover_tokens": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS),
@@ -38,27 +39,26 @@ QUESTIONS = {
 
 def _shape(name):
     cfg = load_config(name)
-    heads = cfg["num_attention_heads"]
-    q_dim = heads * (cfg.get("head_dim") or cfg["hidden_size"] // heads)
-    kv_dim = cfg["num_key_value_heads"] * q_dim // heads
-    return cfg, cfg["num_hidden_layers"], q_dim, kv_dim
+    shape = model_shape(cfg)
+    return cfg, shape.layers, shape.q_dim, shape.kv_dim
 
 
-@exercise
+@preamble
 def crossover_tokens(answer):
     """The context length n at which causal attention's prefill FLOPs equal the weights' for
     the Llama 3.2 1B shape (1,235,814,400 parameters, 16 layers, q_dim 32 x 64 = 2,048)."""
     q = QUESTIONS["crossover_tokens"]
     cfg, L, q_dim, kv_dim = _shape(q["config"])
     P = q["params"]
-    expected = P / (q_dim * L)  # 2 P n = 2 n^2 q_dim L, long_context_cost's two terms
+    expected = crossover_length(P, layers=L, q_dim=q_dim)  # 2 P n = 2 n^2 q_dim L
     _, L8, q8, _ = _shape(WORKED["config"])
     mistakes = [
-        (WORKED["params"] / (q8 * L8), "That is the notebook's worked Llama 3 8B. This "
-                                       "exercise is the Llama 3.2 1B shape: its own P, L and "
-                                       "q_dim."),
-        (expected / 2, "That ignores the causal mask: each query sees only the keys before it, "
-                       "which halves attention's 4 n^2 q_dim L, so the crossover moves up 2x."),
+        (crossover_length(WORKED["params"], layers=L8, q_dim=q8),
+         "That is the notebook's worked Llama 3 8B. This exercise is the Llama 3.2 1B shape: "
+         "its own P, L and q_dim."),
+        (crossover_length(P, layers=L, q_dim=q_dim, causal=False),
+         "That ignores the causal mask: each query sees only the keys before it, which halves "
+         "attention's 4 n^2 q_dim L, so the crossover moves up 2x."),
         (expected * L, f"Attention runs in every one of the {L} layers: its FLOPs are "
                        f"2 n^2 q_dim L, with L."),
         (expected * q_dim / kv_dim, f"q_dim is query heads x head_dim = {q_dim:,}: every query "
@@ -72,7 +72,7 @@ def crossover_tokens(answer):
                                            "2 n^2 q_dim L and solve for n.")
 
 
-@exercise
+@preamble
 def prompt_cost_ratio(answer):
     """How many times more prefill FLOPs a 131,072-token prompt costs than a 4,096-token one
     (weights plus causal attention, the Llama 3.2 1B shape of ``crossover_tokens``)."""
@@ -151,15 +151,12 @@ def _truth_value(result):
     return None
 
 
-@exercise
+@preamble(function="Give a function found(length, depth) that returns True or False.",
+          probes=_cells)
 def needle_found(found):
     """``found(length, depth) -> bool``: predict whether ``EdgeHeavyModel`` finds the needle.
     True/False (numpy bools too) or 1/0 are read as the prediction."""
     name = "needle_found"
-    if not callable(found):
-        return wrong(name, "Give a function found(length, depth) that returns True or False.")
-    if unfilled(found, _cells()):
-        return not_attempted(name)
     truth = dict(_truth())
     got = {}
     for cell in _cells():

@@ -12,7 +12,8 @@ import numpy as np
 from .. import rope as R
 from ..configs import load_config
 from . import (FLOAT32_EPS, FLOAT32_RTOL, Unreadable, call, check_number, close_to,
-               correct, distinct, exercise, not_attempted, shown, unfilled, vector, wrong)
+               correct, distinct, shown, vector, wrong)
+from ._preamble import preamble
 
 __all__ = ["inv_freq", "rotate_neox", "never_turning", "ntk_base", "yarn_band",
            "yarn_score_factor", "pi_overshoot", "QUESTIONS"]
@@ -41,7 +42,7 @@ def _head(base, d):
 
 # ------------------------------------------------------------------ notebook 07
 
-@exercise
+@preamble
 def inv_freq(answer):
     """theta_i for gpt-oss-20b's head (d = 64, base 150,000): an array of d/2 = 32 numbers."""
     name = "inv_freq"
@@ -89,20 +90,25 @@ def _rotation_atol(x, m, theta):
     return 16 * FLOAT32_EPS * (1.0 + abs(m) * float(np.max(theta))) * float(np.max(np.abs(x)))
 
 
-@exercise
+def _rotate_inputs():
+    """The head x (seeded: every run tries the same one) and theta that rotate is tried on."""
+    q = QUESTIONS["rotate_neox"]
+    return np.random.default_rng(7).standard_normal(q["d"]), _head(q["base"], q["d"])
+
+
+def _rotate_probes():
+    x, theta = _rotate_inputs()
+    return [(x, m, theta) for m in QUESTIONS["rotate_neox"]["positions"]]
+
+
+@preamble(function="Give a function rotate(x, m, theta), got {type}.", probes=_rotate_probes)
 def rotate_neox(answer):
     """A function ``rotate(x, m, theta)`` that turns a NeoX-layout head x (length 2 * len(theta))
     by position m: pair i is (x[i], x[i + d/2]), turned by the angle m * theta[i]. A rotation
     computed in float32 passes."""
     name = "rotate_neox"
-    if not callable(answer):
-        return wrong(name, f"Give a function rotate(x, m, theta), got {type(answer).__name__}.")
     q = QUESTIONS[name]
-    d = q["d"]
-    theta = _head(q["base"], d)
-    x = np.random.default_rng(7).standard_normal(d)
-    if unfilled(answer, [(x, m, theta) for m in q["positions"]]):
-        return not_attempted(name)
+    x, theta = _rotate_inputs()
     results = []
     for m in q["positions"]:
         result, error = call(answer, x, m, theta, label=f"rotate(x, {m}, theta)")
@@ -151,14 +157,15 @@ def rotate_neox(answer):
                        "m * theta, return concat(x1 cos - x2 sin, x2 cos + x1 sin).")
 
 
-@exercise
+@preamble
 def never_turning(answer):
     """How many of Llama-3.1-8B's pairs (its base, d = 128, no scaling) never complete one turn
     within its 8,192 trained positions?"""
     name = "never_turning"
     q = QUESTIONS[name]
     cfg = load_config(q["config"])
-    d, b, n = R.rotary_dim(cfg), float(cfg["rope_theta"]), q["n_train"]
+    sp = R.scaling_parameters(cfg)
+    d, b, n = sp.rotary_dim, sp.base, q["n_train"]
     theta = _head(b, d)
     expected = R.pairs_never_turning(theta, n).size
     i = np.arange(d)
@@ -191,7 +198,7 @@ def never_turning(answer):
 _NTK_EXAMPLE = dict(base=10_000.0, factor=4.0)  # notebook 08's worked NTK number (40,889.9)
 
 
-@exercise
+@preamble
 def ntk_base(answer):
     """The NTK-aware base for base 500,000, d = 128, s = 8 (Llama-3.1's head, if it used NTK)."""
     q = QUESTIONS["ntk_base"]
@@ -226,16 +233,14 @@ def ntk_base(answer):
                          generic="base' = base * s^(d/(d-2)).")
 
 
-@exercise
+@preamble
 def yarn_band(answer):
     """YaRN's (low, high) for DeepSeek-V3's config (beta_fast 32, beta_slow 1, truncated)."""
     name = "yarn_band"
     cfg = load_config(QUESTIONS[name]["config"])
-    p = R.rope_parameters(cfg)
-    r, b = R.rotary_dim(cfg), float(p["rope_theta"])
-    L0 = int(p["original_max_position_embeddings"])
-    fast, slow = float(p["beta_fast"]), float(p["beta_slow"])
-    expected = R.yarn_correction_range(fast, slow, r, b, L0)
+    sp = R.scaling_parameters(cfg)
+    r, b, L0, fast, slow = sp.rotary_dim, sp.base, sp.original_max, sp.beta_fast, sp.beta_slow
+    expected = sp.yarn_band  # yarn_correction_range(fast, slow, r, b, L0), truncated
     a = list(vector(answer, what="two numbers (low, high)", size=2))
     if a == list(expected):
         return correct(name, f"Correct: {tuple(expected)}. DeepSeek rotates only its "
@@ -272,12 +277,12 @@ def yarn_band(answer):
                        f"beta_fast)) / (2 ln b)), high = ceil(the same with beta_slow).")
 
 
-@exercise
+@preamble
 def yarn_score_factor(answer):
     """By what factor does YaRN multiply the rotary part of a q.k score at gpt-oss-20b's factor?"""
     cfg = load_config(QUESTIONS["yarn_score_factor"]["config"])
-    s = float(R.rope_parameters(cfg)["factor"])
-    mscale = R.rope_frequencies(cfg)[1]
+    sp = R.scaling_parameters(cfg)
+    s, mscale = sp.factor, sp.attention_factor
     expected = mscale ** 2
     mistakes = [
         (mscale, "That is mscale itself. It multiplies cos and sin, so it reaches both q and k: "
@@ -296,7 +301,7 @@ def yarn_score_factor(answer):
 _PI_EXAMPLE_OVER = 16383 / 4 - 4095  # notebook 08's PI table: 0.75 positions past 4,095
 
 
-@exercise
+@preamble
 def pi_overshoot(answer):
     """PI at s = 8 (4,096 trained positions served to 32,768): how many radians past its trained
     maximum does pair 4's angle at position 32,767 land?"""

@@ -6,12 +6,12 @@
                                       key's RoPE position
 """
 import math
-from collections.abc import Mapping
 
 import numpy as np
 
-from lessonlib.checks import (Unreadable, as_number, correct, exercise, items, number, quiet,
-                              rounded_hint, whole, wholes, wrong)
+from lessonlib.checks import (Unreadable, as_number, correct, items, number, quiet, rounded_hint,
+                              whole, wholes, wrong)
+from lessonlib.checks._preamble import preamble
 from lessonlib.rope import rope_frequencies, rope_parameters, rotary_dim
 from lessonlib.streaming import StreamingCache
 
@@ -45,16 +45,13 @@ def _read(config):
     return (inv_freq, af, r, base), None
 
 
-@exercise
+@preamble(mapping="give a dict such as {{'rope_type': ..., 'factor': ...}}, got {type}")
 def pi_config(answer):
     """``answer``: a rope_scaling dict such that the model reads positions 0..1023 as PI does,
     landing on the trained range [0, 256) with as little squeeze as that needs. Keys that are
     legal in a rope dict (``partial_rotary_factor``, ``rope_theta``) are judged, not refused:
     PI changes neither how many dims rotate nor the base."""
     name = "pi_config"
-    if not isinstance(answer, Mapping):
-        return wrong(name, f"give a dict such as {{'rope_type': ..., 'factor': ...}}, got "
-                           f"{type(answer).__name__}")
     if "rope_scaling" in answer or "rope_parameters" in answer:
         return wrong(name, "give the rope_scaling dict itself, not a config that holds it")
     read, problem = _read(_tiny_config(dict(answer)))
@@ -97,7 +94,7 @@ def pi_config(answer):
                          "so 0..1023 map onto 0..255.75, and neighbours end up 1/4 apart.")
 
 
-@exercise
+@preamble
 def uniform_bos_weight(answer):
     """``answer``: the mean, over queries at positions 32..255, of the weight <bos> (key 0)
     would get if each causal query spread its attention evenly over the keys it can see."""
@@ -137,7 +134,7 @@ def uniform_bos_weight(answer):
                        "keys p can see); average those.")
 
 
-@exercise
+@preamble
 def streaming_positions(answer):
     """``answer``: ``(held, rope_position)``: the original positions a StreamingLLM cache with
     4 sinks and 252 recent tokens holds after tokens 0..1000, sorted, and the RoPE position the

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..attention import key_blocks
 from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to, correct,
-               exercise, not_attempted, shown, unfilled, vector, wholes, wrong)
+               shown, vector, wholes, wrong)
+from ._preamble import preamble
 
 __all__ = ["grid_programs", "program_heads", "visited_key_blocks", "sink_output", "QUESTIONS"]
 
@@ -34,7 +35,7 @@ def _cdiv(a, b):
 
 # ------------------------------------------------------------------ 1. the launch grid
 
-@exercise
+@preamble
 def grid_programs(answer):
     """Programs launched for q (2, 8, 1000, d), k/v (2, 2, 1000, d), BLOCK_M = BLOCK_N = 64."""
     name = "grid_programs"
@@ -111,16 +112,12 @@ _HEAD_SLIP = ("; a batch element or a head is a whole index: use // (floor divis
               "or b, h = divmod(pid_bh, hq)")
 
 
-@exercise
+@preamble(function="Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
+          probes=_probes)
 def program_heads(func):
     """``func(pid_bh, hq, hkv) -> (b, h, h_kv)``: the batch element, query head and KV head of
     the programs on grid axis 1 (the kernel's "who am I?" lines)."""
     name = "program_heads"
-    if not callable(func):
-        return wrong(name, "Give a function program_heads(pid_bh, hq, hkv) returning "
-                           "(b, h, h_kv).")
-    if unfilled(func, _probes()):
-        return not_attempted(name)
     got = {}
     for key in _probes():
         call_text = "program_heads({}, {}, {})".format(*key)
@@ -166,7 +163,7 @@ def _band(first, last_key, block_n, sink_tokens):
         | set(range(_cdiv(sink_tokens, block_n)))
 
 
-@exercise
+@preamble
 def visited_key_blocks(answer):
     """The key blocks program pid_m = 5 visits: n = 1024, BLOCK_M = 128, BLOCK_N = 64, causal,
     window W = 193, 4 sink tokens (block indices, each block BLOCK_N keys)."""
@@ -238,7 +235,7 @@ def _fold(m, l, acc, s, exp=lambda x: 2.0 ** x, rescale_acc=True):
     return acc_final / l_final
 
 
-@exercise
+@preamble
 def sink_output(answer):
     """The output row o after folding the sink: m = 5, l = 3, acc = (6, -3), s = 6, all in
     the kernel's log2 units (exp2)."""

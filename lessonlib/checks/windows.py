@@ -7,7 +7,8 @@ come from lessonlib (kv_cache, streaming); the typical mistakes are recomputed t
 from ..configs import load_config
 from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
 from ..streaming import StreamingCache, receptive_field
-from . import check_number, correct, exercise, items, wholes, wrong
+from . import check_number, correct, items, wholes, wrong
+from ._preamble import preamble
 
 __all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions",
            "QUESTIONS"]
@@ -24,7 +25,7 @@ def _pad(x, to=256):
     return -(-x // to) * to
 
 
-@exercise
+@preamble
 def receptive_field_tokens(answer):
     """How far back Mistral-7B-v0.1's 32 windowed layers (W = 4096) can carry information."""
     name = "receptive_field_tokens"
@@ -48,7 +49,7 @@ def receptive_field_tokens(answer):
                                 "their reaches.")
 
 
-@exercise
+@preamble
 def swa_cells(answer):
     """Cells of each sliding-window layer in llama.cpp for the tiny Gemma 3 model (W = 128) at
     -c 32768 with 2 sequences (--kv-unified) and -ub 800 (llama-kv-cache-iswa.cpp's rule)."""
@@ -74,7 +75,7 @@ def swa_cells(answer):
                         generic="pad(min(n_ctx, n_swa x n_seq + n_ubatch), 256).")
 
 
-@exercise
+@preamble
 def sliding_layers_mib(answer):
     """MiB that vLLM's hybrid manager gives gpt-oss-20b's sliding layers for one request at
     max_model_len 131,072 (block size 16, BF16): SlidingWindowSpec's blocks."""
@@ -106,7 +107,7 @@ def sliding_layers_mib(answer):
                                            "slots x bytes per slot, divided by 2**20.")
 
 
-@exercise
+@preamble
 def streaming_positions(answer):
     """The original positions a StreamingLLM cache (4 sinks + 8 recent) holds after token 30."""
     name = "streaming_positions"

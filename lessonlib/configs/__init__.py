@@ -3,6 +3,9 @@
     >>> from lessonlib.configs import load_config, config_names
     >>> load_config("Llama-3.1-8B")["rope_theta"]
     500000.0
+
+A function that takes "a config name or a config.json dict" (the widget factories) reads it
+with ``config_dict``.
 """
 import difflib
 import json
@@ -11,7 +14,7 @@ from importlib import resources
 
 from .. import _validate as check
 
-__all__ = ["config_names", "load_config"]
+__all__ = ["config_names", "load_config", "config_dict"]
 
 
 def config_names():
@@ -36,3 +39,18 @@ def load_config(name):
         raise ValueError(f"name must be one of the configs here ({', '.join(names)}), "
                          f"got unknown config name {name!r}{hint}")
     return json.loads(_load_text(name))
+
+
+def config_dict(config, name="config"):
+    """A config by name (``load_config``) or a copy of a config.json dict, safe to modify.
+    ``name`` is the argument's name in the errors (``models``, ``mla_config``)."""
+    name = check.text("name", name)
+    if isinstance(config, str):
+        try:
+            return load_config(config)
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+    if isinstance(config, dict):
+        return dict(config)
+    raise ValueError(f"{name} must be a config name or a config.json dict, got "
+                     f"{check.describe(config)}")

@@ -13,13 +13,13 @@ blitted redraw (``lessonlib.widgets._base.Explorer``) then leaves all of them in
 background instead of drawing them again on every slider step (a legend costs about 25 ms).
 """
 import numpy as np
-from matplotlib.collections import LineCollection
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
-from matplotlib.ticker import (FixedFormatter, FixedLocator, FuncFormatter, LogLocator,
-                               NullLocator)
+from matplotlib.ticker import FixedFormatter, FixedLocator
 from matplotlib.transforms import offset_copy
 
+from ._common import (code_key, code_map_axes, draw_log_curves, fit_log_ylim, set_tile_grid,
+                      tile_grid, token_label, update_log_curves)
 from ._style import PALETTE, STYLES
 
 __all__ = [
@@ -27,8 +27,7 @@ __all__ = [
     "legend_beside", "legends_to_figure", "fix_ticks", "draw_curves", "update_curves",
     "draw_memory_curves", "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms",
     "draw_value_plane", "update_value_plane", "tile_rectangles", "draw_block_map",
-    "update_block_map", "draw_ratio_curves", "update_ratio_curves", "BLOCK_SKIPPED",
-    "BLOCK_MASKED", "BLOCK_FULL", "BLOCK_COLOURS",
+    "update_block_map", "draw_ratio_curves", "update_ratio_curves", "BLOCK_COLOURS",
 ]
 
 # The smallest type in these figures (legend entries, notes on the data), in points: 12.5 px at
@@ -36,37 +35,11 @@ __all__ = [
 LEGEND_FONTSIZE = 9
 NOTE_FONTSIZE = 9
 
-# Block-map codes (notebook 03): a tile the kernel skips, one it computes with a mask, one it
-# computes without a mask.
-BLOCK_SKIPPED, BLOCK_MASKED, BLOCK_FULL = 0, 1, 2
+# The block map's colour and name of each tile code, indexed by lessonlib.attention's codes
+# (TILE_SKIPPED = 0, TILE_MASKED = 1, TILE_FULL = 2).
 BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
 _BLOCK_LABELS = ["skipped", "masked", "full"]
-
-
-def _tokens(x, _pos=None):
-    """Tick label for a token count: 4K, 128K, 1M."""
-    if x >= 1024 ** 2:
-        return f"{x / 1024 ** 2:g}M"
-    return f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"
-
-
-def _log2_ticks(ax, x, formatter):
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(list(x)))
-    ax.xaxis.set_major_formatter(FuncFormatter(formatter))
-    ax.xaxis.set_minor_locator(NullLocator())
-
-
-def fit_log_ylim(ax, curves):
-    """Y limits that hold every positive value of the curves, with a margin (log axis).
-
-    A widget calls it once with the envelope of every slider setting, then updates with
-    ``rescale=False``: fixed limits keep the tick labels (and so the layout) still.
-    """
-    ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves])
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    if ys.size:
-        ax.set_ylim(ys.min() / 3, ys.max() * 3)
+MARGIN = (3.0, 3.0)  # these curves' y range: the lowest / 3 to the highest x 3 (fit_log_ylim)
 
 
 # ------------------------------------------------------------------ legends off the data
@@ -150,47 +123,27 @@ def _note(ax, x, y, text, *, dx=0, dy=0, **kw):
 
 # ------------------------------------------------------------------ curves (notebooks 01, 03)
 
-def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=_tokens, ncols=2):
-    """Curves over a log2 x axis (log y), each with a marker at ``marker_x`` and a cursor line.
+def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=token_label,
+                ncols=2):
+    """Curves over a log2 x axis (log y), each with a marker at ``marker_x`` and a cursor line
+    (``_common.draw_log_curves``), the y range fitted with ``MARGIN``.
 
     ``curves`` maps a legend label to y values (same length as ``x``); the title and the key
-    (``ncols`` columns) sit above the axes. Returns a dict with ``lines`` and ``markers``
-    (label -> Line2D) and ``cursor`` (the vertical line).
+    (``ncols`` columns) sit above the axes. Returns ``draw_log_curves``'s dict (``lines`` and
+    ``markers``: label -> Line2D, ``cursor``: the vertical line).
     """
-    x = np.asarray(x, dtype=float)
-    lines, markers = {}, {}
-    for (label, y), style in zip(curves.items(), STYLES):
-        y = np.asarray(y, dtype=float)
-        lines[label], = ax.plot(x, y, color=style["color"], linestyle=style["linestyle"],
-                                linewidth=2, label=label)
-        i = int(np.argmin(np.abs(x - marker_x)))
-        markers[label], = ax.plot([x[i]], [y[i]], linestyle="none", marker=style["marker"],
-                                  markersize=8, color=style["color"], markeredgecolor="black")
-    cursor = ax.axvline(marker_x, color=PALETTE["grey"], linestyle=":", linewidth=1.5)
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=7))
-    ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost time on every redraw
-    _log2_ticks(ax, x, xformatter)
-    fit_log_ylim(ax, curves.values())
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="major", alpha=0.3)
+    artists = draw_log_curves(ax, x, curves, marker_x=marker_x, styles=STYLES, xlabel=xlabel,
+                              ylabel=ylabel, xformatter=xformatter, y_numticks=7)
+    update_curves(ax, artists, curves, marker_x=marker_x)
+    lines = artists["lines"]
     legend_header(ax, title, list(lines.values()), list(lines), ncols=min(ncols, len(lines)))
-    return {"lines": lines, "markers": markers, "cursor": cursor}
+    return artists
 
 
 def update_curves(ax, artists, curves, *, marker_x, rescale=True):
-    """Set new y values (same labels and x as when drawn) and move the markers and cursor."""
-    for label, y in curves.items():
-        y = np.asarray(y, dtype=float)
-        line = artists["lines"][label]
-        line.set_ydata(y)
-        x = np.asarray(line.get_xdata(), dtype=float)
-        i = int(np.argmin(np.abs(x - marker_x)))
-        artists["markers"][label].set_data([x[i]], [y[i]])
-    artists["cursor"].set_xdata([marker_x, marker_x])
-    if rescale:
-        fit_log_ylim(ax, curves.values())
+    """Set new y values (same labels and x as when drawn) and move the markers and cursor;
+    ``rescale`` fits the y range to the curves again (``MARGIN``)."""
+    update_log_curves(ax, artists, curves, marker_x=marker_x, margin=MARGIN if rescale else None)
 
 
 def draw_memory_curves(ax, lengths, curves_gib, *, marker_n,
@@ -323,8 +276,9 @@ _NO_PATH = Path(np.empty((0, 2)))  # no tile of this kind
 def draw_block_map(ax, codes, *, block, n, title=None):
     """The grid of (query block, key block) tiles coloured by what the kernel does with each.
 
-    ``codes`` (T, T) holds BLOCK_SKIPPED, BLOCK_MASKED or BLOCK_FULL. The axes run over token
-    positions as a fraction of n (0 to n, whatever n and B are: fixed ticks, fixed layout);
+    ``codes`` (T, T) holds ``attention.block_map``'s TILE_SKIPPED, TILE_MASKED or TILE_FULL.
+    The axes (``_common.code_map_axes``) run over token positions as a fraction of n (0 to n,
+    whatever n and B are: fixed ticks, fixed layout);
     a tile covers B tokens, so a last, shorter block shows shorter. Each kind of tile is one
     patch (its runs of tiles as one path: a few hundred rectangles at most, however many
     tiles), and white lines separate the tiles while there are at most 32 per side. Returns a
@@ -333,17 +287,11 @@ def draw_block_map(ax, codes, *, block, n, title=None):
     tiles = {code: ax.add_patch(PathPatch(_NO_PATH, facecolor=colour, edgecolor="none",
                                           linewidth=0))
              for code, colour in enumerate(BLOCK_COLOURS)}
-    grid = LineCollection([], colors="white", linewidths=1.0, zorder=3)
-    ax.add_collection(grid)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(1.0, 0.0)
-    ax.set_aspect("equal", adjustable="box")
+    grid = tile_grid(ax, zorder=3)
+    code_map_axes(ax, xlabel="key position →", ylabel="query position →")
     ax.set_xticks([0.0, 1.0], ["0", "n"])
     ax.set_yticks([0.0, 1.0], ["0", "n"])
-    ax.set_xlabel("key position →")
-    ax.set_ylabel("query position →")
-    legend_beside(ax, [Patch(facecolor=c, edgecolor="black") for c in BLOCK_COLOURS],
-                  _BLOCK_LABELS)
+    legend_beside(ax, code_key(BLOCK_COLOURS, _BLOCK_LABELS), _BLOCK_LABELS)
     artists = {"tiles": tiles, "grid": grid}
     update_block_map(ax, artists, codes, block=block, n=n, title=title)
     return artists
@@ -357,12 +305,8 @@ def update_block_map(ax, artists, codes, *, block, n, title=None):
     for code, patch in artists["tiles"].items():
         mine = rects[kinds == code]
         patch.set_path(Path.make_compound_path_from_polys(mine) if len(mine) else _NO_PATH)
-    edges = np.arange(1, t) * block / n
-    if t <= 32:
-        artists["grid"].set_segments([[(e, 0.0), (e, 1.0)] for e in edges]
-                                     + [[(0.0, e), (1.0, e)] for e in edges])
-    else:
-        artists["grid"].set_segments([])
+    edges = np.arange(1, t) * block / n  # a last, shorter block ends at 1
+    set_tile_grid(artists["grid"], edges, edges, t)
     ax.set_title(title or f"{t} x {t} tiles (B = {block})")
     return artists
 

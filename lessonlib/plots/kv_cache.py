@@ -11,9 +11,9 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.markers import TICKDOWN, TICKLEFT
 from matplotlib.patches import PathPatch
 from matplotlib.path import Path
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from matplotlib.transforms import ScaledTranslation
 
+from ._common import draw_log_curves, token_label, update_log_curves
 from ._style import PALETTE, STYLES
 
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
@@ -129,21 +129,6 @@ def legend_clear_of_data(legend, artists, *, pad_px=6.0):
 
 
 
-def token_label(x, _pos=None):
-    """Tick label for a token count: 512, 4K, 128K, 1M."""
-    if x >= 1024 ** 2:
-        return f"{x / 1024 ** 2:g}M"
-    return f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"
-
-
-def _fit_log_ylim(ax, curves, extra=(), pad=(2.5, 2.5)):
-    ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves]
-                        + [np.asarray(extra, dtype=float).ravel()])
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    if ys.size:
-        ax.set_ylim(ys.min() / pad[0], ys.max() * pad[1])
-
-
 def draw_size_curves(ax, lengths, curves, *, marker_n, ylabel, title, hlines=None,
                      legend_loc="upper left", ylim_pad=(2.5, 2.5), cursor="full"):
     """Curves of a size (or a cost) against context length, both axes logarithmic.
@@ -154,62 +139,25 @@ def draw_size_curves(ax, lengths, curves, *, marker_n, ylabel, title, hlines=Non
     dashed). The y range runs from the lowest value / ``ylim_pad[0]`` to the highest x
     ``ylim_pad[1]`` (room for the legend where no curve goes). The cursor spans the axes'
     height (``cursor="full"``) or drops from the highest marker to the x axis (``"drop"``:
-    it then never crosses a legend placed above every curve). Returns a dict: ``lines`` and
-    ``markers`` (label -> Line2D), ``cursor``, ``hlines``, ``ylim_pad``.
+    it then never crosses a legend placed above every curve). The curves, markers, reference
+    lines and cursor are ``_common.draw_log_curves``'s. Returns its dict (``lines`` and
+    ``markers``: label -> Line2D, ``cursor``, ``hlines``) with ``ylim_pad``.
     """
-    x = np.asarray(lengths, dtype=float)
-    lines, markers = {}, {}
-    for (label, y), style in zip(curves.items(), STYLES):
-        y = np.asarray(y, dtype=float)
-        lines[label], = ax.plot(x, y, color=style["color"], linestyle=style["linestyle"],
-                                linewidth=2, label=label)
-        markers[label], = ax.plot([], [], linestyle="none", marker=style["marker"],
-                                  markersize=8, color=style["color"], markeredgecolor="black")
-    refs = {}
-    for label, level in (hlines or {}).items():
-        refs[label] = ax.axhline(level, color=PALETTE["grey"], linestyle="--", linewidth=1.5,
-                                 label=label)
-    if cursor not in ("full", "drop"):
-        raise ValueError(f"cursor must be 'full' or 'drop', got {cursor!r}")
-    cursor_style = dict(color=PALETTE["grey"], linestyle=":", linewidth=1.5)
-    drop = cursor == "drop"
-    cursor = ax.plot([marker_n, marker_n], [np.nan, np.nan], **cursor_style)[0] if drop else \
-        ax.axvline(marker_n, **cursor_style)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.xaxis.set_major_locator(FixedLocator(list(x)))
-    ax.xaxis.set_major_formatter(FuncFormatter(token_label))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost ~10 ms a redraw
-    ax.set_xlabel("context length n (tokens)")
-    ax.set_ylabel(ylabel)
+    artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=STYLES,
+                              xlabel="context length n (tokens)", ylabel=ylabel, hlines=hlines,
+                              cursor=cursor)
     ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc=legend_loc, fontsize=8)
-    artists = {"lines": lines, "markers": markers, "cursor": cursor, "hlines": refs,
-               "ylim_pad": tuple(float(f) for f in ylim_pad), "cursor_drops": drop}
+    artists["ylim_pad"] = tuple(float(f) for f in ylim_pad)
     update_size_curves(ax, artists, curves, marker_n=marker_n)
     return artists
 
 
 def update_size_curves(ax, artists, curves, *, marker_n, hlines=None):
-    """New y values for some or all curves (same x), markers and cursor moved to ``marker_n``."""
-    for label, y in curves.items():
-        artists["lines"][label].set_ydata(np.asarray(y, dtype=float))
-    for label, line in artists["lines"].items():
-        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
-        i = int(np.argmin(np.abs(x - marker_n)))
-        artists["markers"][label].set_data([x[i]], [y[i]])
-    for label, level in (hlines or {}).items():
-        artists["hlines"][label].set_ydata([level, level])
-    artists["cursor"].set_xdata([marker_n, marker_n])
-    _fit_log_ylim(ax, [line.get_ydata() for line in artists["lines"].values()],
-                  [h.get_ydata()[0] for h in artists["hlines"].values()],
-                  artists.get("ylim_pad", (2.5, 2.5)))
-    if artists.get("cursor_drops"):  # from the x axis up to the highest marker
-        top = max(float(m.get_ydata()[0]) for m in artists["markers"].values())
-        artists["cursor"].set_ydata([ax.get_ylim()[0], top])
-    return artists
+    """New y values for some or all curves (same x), markers and cursor moved to ``marker_n``;
+    the y range fits every curve and reference level again, with the ``ylim_pad`` drawn."""
+    return update_log_curves(ax, artists, curves, marker_x=marker_n, hlines=hlines,
+                             margin=artists.get("ylim_pad", (2.5, 2.5)))
 
 
 # ------------------------------------------------------------------ the GQA head map

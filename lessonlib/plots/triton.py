@@ -6,24 +6,21 @@ Colours are the Okabe-Ito palette (colour-blind safe); tile kinds are also told 
 lightness and the curves by line style and marker, so the figures stay readable printed in grey.
 """
 import numpy as np
-from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
-from matplotlib.transforms import ScaledTranslation
 
-from ..kernel_plan import TILE_FULL, TILE_MASKED, TILE_SKIPPED
+from ._common import (code_key, code_map_axes, draw_log_curves, legend_under, set_tile_grid,
+                      tile_grid, update_log_curves)
 from ._style import PALETTE
 from .kv_cache import first_middle_last, medium_titles, outside_ticks, pin_legend, place_ticks
 
 __all__ = [
-    "PALETTE", "TILE_SKIPPED", "TILE_MASKED", "TILE_FULL", "TILE_LABELS", "WORK_STYLES",
-    "EDGE_LABEL", "draw_tile_map", "update_tile_map", "mask_edges", "draw_work_curves",
-    "update_work_curves", "pin_legend", "medium_titles",
+    "PALETTE", "TILE_LABELS", "WORK_STYLES", "EDGE_LABEL", "draw_tile_map", "update_tile_map",
+    "mask_edges", "draw_work_curves", "update_work_curves", "pin_legend", "medium_titles",
 ]
 
 
-# The codes of `lessonlib.triton_attention.kernel_tile_map` (a test keeps them equal).
+# The name and colour of each tile code, indexed by lessonlib.attention's codes (TILE_SKIPPED
+# = 0, TILE_MASKED = 1, TILE_FULL = 2: what kernel_tile_map and kernel_tile_plan record).
 TILE_LABELS = ("skipped (never loaded)", "computed with the mask", "computed, no mask")
 # Light grey, mid orange, dark blue: three distinct greys when printed without colour.
 _TILE_COLOURS = ("#EBEBEB", PALETTE["orange"], PALETTE["blue"])
@@ -40,7 +37,7 @@ def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tok
 
     ``codes`` (query blocks, key blocks) holds TILE_SKIPPED, TILE_MASKED or TILE_FULL, as
     ``kernel_tile_map`` returns them. The grid fills the axes whatever its shape (both axes run
-    from 0 to 1, so a widget that changes the shape redraws only the image, never the axes):
+    from 0 to 1, ``_common.code_map_axes``, so a widget that changes the shape redraws only the image, never the axes):
     the first, middle and last block of each axis are labelled (``outside_ticks``), white
     lines part the tiles while they are big enough to see. Given ``n`` and ``block``
     (nq = nk = n, BLOCK_M = BLOCK_N), black lines trace the mask's exact edges at token level
@@ -54,24 +51,13 @@ def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tok
     image = ax.imshow(np.zeros((1, 1)), cmap=ListedColormap(_TILE_COLOURS), vmin=-0.5,
                       vmax=2.5, interpolation="nearest", origin="upper", aspect="auto",
                       extent=(0.0, 1.0, 1.0, 0.0))
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(1.0, 0.0)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_xlabel("key block j (BLOCK_N keys each)")
-    ax.set_ylabel("query block = program pid_m")
-    grid = LineCollection([], colors="white", linewidths=1.0)
-    ax.add_collection(grid)
+    code_map_axes(ax, xlabel="key block j (BLOCK_N keys each)",
+                  ylabel="query block = program pid_m", aspect="auto")
+    grid = tile_grid(ax)
     edges, = ax.plot([], [], color="black", linewidth=1.3, label=EDGE_LABEL)
     index = outside_ticks(ax, fontsize=labels_fontsize)  # blocks 0, t // 2 and t - 1
-    handles = [Patch(facecolor=c, edgecolor="black", label=lab)
-               for c, lab in zip(_TILE_COLOURS, TILE_LABELS)] + [edges]
-    under = ax.xaxis.labelpad + 1.3 * ax.xaxis.label.get_size() + 4  # points: below the label
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
-              bbox_transform=ax.transAxes + ScaledTranslation(0, -under / 72,
-                                                              ax.figure.dpi_scale_trans),
-              fontsize=8, frameon=False, handlelength=1.4, columnspacing=1.0,
-              borderaxespad=0.0)
+    legend_under(ax, code_key(_TILE_COLOURS, TILE_LABELS) + [edges], ncol=2, fontsize=8,
+                 handlelength=1.4, columnspacing=1.0)
     artists = {"image": image, "grid": grid, "edges": edges, "index": index}
     update_tile_map(ax, artists, codes, title=title, n=n, block=block, window=window,
                     sink_tokens=sink_tokens, causal=causal)
@@ -110,10 +96,8 @@ def update_tile_map(ax, artists, codes, *, title, n=None, block=None, window=Non
     codes = np.asarray(codes)
     rows, cols = codes.shape
     artists["image"].set_data(codes)
-    few = max(rows, cols) <= 32  # white lines between tiles while they are big enough
-    segments = ([[(k / cols, 0), (k / cols, 1)] for k in range(1, cols)]
-                + [[(0, k / rows), (1, k / rows)] for k in range(1, rows)]) if few else []
-    artists["grid"].set_segments(segments)
+    set_tile_grid(artists["grid"], [k / cols for k in range(1, cols)],
+                  [k / rows for k in range(1, rows)], max(rows, cols))
     for axis, count in (("x", cols), ("y", rows)):  # blocks at their tiles' centres
         at = first_middle_last(count)
         place_ticks(artists["index"], axis, [(k + 0.5) / count for k in at], at)
@@ -127,11 +111,6 @@ def update_tile_map(ax, artists, codes, *, title, n=None, block=None, window=Non
     return artists
 
 
-def _tokens(x, _pos=None):
-    """Tick label for a token count: 512, 1K, 4K."""
-    return f"{x / 1024:g}K" if x >= 1024 else f"{x:g}"
-
-
 def draw_work_curves(ax, lengths, curves, *, marker_n, ylim, ticks=None,
                      title="Tiles computed per head against n"):
     """Tiles the kernel computes (log) against the sequence length n (log2), one curve each.
@@ -139,31 +118,17 @@ def draw_work_curves(ax, lengths, curves, *, marker_n, ylim, ticks=None,
     ``curves`` maps a legend label to tile counts per length (up to three curves); ``ticks``
     are the labelled lengths (default: ``lengths``); ``ylim``
     fixes the y range once (a widget passes the envelope of every setting, so the tick labels
-    and the layout stay still). A marker on each curve and a dotted cursor sit at ``marker_n``.
-    Returns a dict with ``lines`` and ``markers`` (label -> Line2D) and ``cursor``.
+    and the layout stay still). A marker on each curve and a dotted cursor sit at ``marker_n``
+    (``_common.draw_log_curves``). Returns its dict (``lines`` and ``markers``: label ->
+    Line2D, ``cursor``).
     """
-    x = np.asarray(lengths, dtype=float)
-    lines, markers = {}, {}
-    for (label, y), style in zip(curves.items(), WORK_STYLES):
-        lines[label], = ax.plot(x, np.asarray(y, dtype=float), color=style["color"],
-                                linestyle=style["linestyle"], linewidth=2, label=label)
-        markers[label], = ax.plot([], [], linestyle="none", marker=style["marker"],
-                                  markersize=8, color=style["color"], markeredgecolor="black")
-    cursor = ax.axvline(marker_n, color=PALETTE["grey"], linestyle=":", linewidth=1.5)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(list(x if ticks is None else ticks)))
-    ax.xaxis.set_major_formatter(FuncFormatter(_tokens))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=8))
-    ax.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost time on every redraw
+    artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=WORK_STYLES,
+                              xlabel="sequence length n = nq = nk (tokens)",
+                              ylabel="tiles computed (program x key block)", xticks=ticks,
+                              y_numticks=8)
     ax.set_ylim(*ylim)
-    ax.set_xlabel("sequence length n = nq = nk (tokens)")
-    ax.set_ylabel("tiles computed (program x key block)")
     ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    artists = {"lines": lines, "markers": markers, "cursor": cursor}
     update_work_curves(ax, artists, curves, marker_n=marker_n)
     return artists
 
@@ -174,16 +139,4 @@ def update_work_curves(ax, artists, curves, *, marker_n, lengths=None):
 
     A count of 0 (nothing computed) cannot sit on a log axis: it is drawn as a gap.
     """
-    for label, y in curves.items():
-        y = np.asarray(y, dtype=float)
-        y = np.where(y > 0, y, np.nan)
-        line = artists["lines"][label]
-        if lengths is None:
-            line.set_ydata(y)
-        else:
-            line.set_data(np.asarray(lengths, dtype=float), y)
-        x = np.asarray(line.get_xdata(), dtype=float)
-        i = int(np.argmin(np.abs(x - marker_n)))
-        artists["markers"][label].set_data([x[i]], [y[i]])
-    artists["cursor"].set_xdata([marker_n, marker_n])
-    return artists
+    return update_log_curves(ax, artists, curves, marker_x=marker_n, x=lengths, gaps=True)

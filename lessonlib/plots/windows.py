@@ -6,21 +6,20 @@ Okabe-Ito colours; local and global layers also differ by hatching, and the engi
 dash pattern, so print in grey works. Each figure's key is a legend under its axes (off the
 data), which a widget draws once (``pin_legend``), not on every redraw.
 """
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch, PathPatch, Polygon
-from matplotlib.transforms import ScaledTranslation
 
+from ..attention import MASK_HIDDEN, MASK_SINK, MASK_WINDOW
+from ._common import code_key, code_map_axes, legend_under
 from .kv_cache import PALETTE, boxes_path, first_middle_last, outside_ticks, place_ticks
 
-__all__ = ["MASK_HIDDEN", "MASK_WINDOW", "MASK_SINK", "MASK_LABELS", "token_ticks",
-           "mask_outline", "draw_window_mask", "update_window_mask", "draw_layer_cache",
-           "update_layer_cache", "legend_under", "bar_heights", "mask_drawn"]
+__all__ = ["MASK_LABELS", "token_ticks", "mask_outline", "draw_window_mask",
+           "update_window_mask", "draw_layer_cache", "update_layer_cache", "legend_under",
+           "bar_heights", "mask_drawn"]
 
-# Mask codes: a key the query cannot see, one inside its window (or causal range), and one it
-# sees only because it is a kept sink token.
-MASK_HIDDEN, MASK_WINDOW, MASK_SINK = 0, 1, 2
+# The colour of each mask code, indexed by lessonlib.attention's codes (MASK_HIDDEN = 0: a key
+# the query cannot see, MASK_WINDOW = 1: inside its window or causal range, MASK_SINK = 2:
+# seen only because it is a kept sink token); MASK_LABELS names them.
 _MASK_COLOURS = ["#FFFFFF", PALETTE["blue"], PALETTE["orange"]]
 _GLOBAL = dict(color=PALETTE["blue"], hatch=None)
 _LOCAL = dict(color=PALETTE["orange"], hatch="//")
@@ -30,10 +29,10 @@ _ENGINE_STYLES = [dict(color=PALETTE["vermillion"], linestyle="--"),
 
 
 def draw_window_mask(ax, codes, *, title="", labels_fontsize=None):
-    """An (n, n) mask of MASK_HIDDEN / MASK_WINDOW / MASK_SINK codes: query position down, key
-    position across, each code's cells one polygon (``mask_outline``: the exact cells, drawn
+    """An (n, n) mask of ``attention.mask_codes``'s MASK_HIDDEN / MASK_WINDOW / MASK_SINK codes:
+    query position down, key position across, each code's cells one polygon (``mask_outline``: the exact cells, drawn
     in a fraction of the time an n x n image takes). The mask fills the axes whatever n is
-    (both axes run from 0 to 1, so a widget that changes n redraws the polygons and three
+    (both axes run from 0 to 1, ``_common.code_map_axes``, so a widget that changes n redraws the polygons and three
     position labels per axis, never the axes); the colours' key is a legend under the axes.
 
     Returns a dict: ``window`` and ``sinks`` (Polygon), ``ticks`` (``outside_ticks``'s marks
@@ -45,16 +44,9 @@ def draw_window_mask(ax, codes, *, title="", labels_fontsize=None):
               for name, code in (("window", MASK_WINDOW), ("sinks", MASK_SINK))}
     for shape in shapes.values():
         ax.add_patch(shape)
-    ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(1.0, 0.0)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_xlabel("key position j")
-    ax.set_ylabel("query position p")
+    code_map_axes(ax, xlabel="key position j", ylabel="query position p")
     ticks = outside_ticks(ax, fontsize=labels_fontsize)  # sets the labels' labelpad
-    legend_under(ax, [Patch(facecolor=c, edgecolor="black", linewidth=0.5, label=lab)
-                      for c, lab in zip(_MASK_COLOURS, MASK_LABELS)], ncol=2,
+    legend_under(ax, code_key(_MASK_COLOURS, MASK_LABELS, linewidth=0.5), ncol=2,
                  handlelength=1.2, columnspacing=0.8)
     artists = dict(shapes, ticks=ticks)
     update_window_mask(ax, artists, codes, title=title)
@@ -156,20 +148,6 @@ def draw_layer_cache(ax, entries, local, *, levels=None, title="",
                "fixed": ylim is not None}
     update_layer_cache(ax, artists, entries, levels=levels, title=title)
     return artists
-
-
-def legend_under(ax, handles, *, ncol=2, fontsize=8, handlelength=2.0, columnspacing=1.0):
-    """A legend of ``handles`` centred under the axes, below its x label (off the data)."""
-    under = ax.xaxis.labelpad + 1.3 * ax.xaxis.label.get_size() + 4  # points: below the label
-    if len(ax.get_xticks()):  # matplotlib's own tick marks and labels above the axis label
-        size = FontProperties(size=plt.rcParams["xtick.labelsize"]).get_size()
-        under += plt.rcParams["xtick.major.size"] + plt.rcParams["xtick.major.pad"] + 1.2 * size
-    return ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
-                     fontsize=fontsize, frameon=False, handlelength=handlelength,
-                     columnspacing=columnspacing,
-                     borderaxespad=0.0,
-                     bbox_transform=ax.transAxes + ScaledTranslation(0, -under / 72,
-                                                                     ax.figure.dpi_scale_trans))
 
 
 def bar_heights(artists):

@@ -24,7 +24,7 @@ from matplotlib.text import Text
 
 from .. import _validate as check
 from .. import runtime
-from ..configs import load_config
+from ..configs import config_dict  # "a config name or a dict": compute's one reader
 
 __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
            "slider_int", "slider_real", "option", "int_list"]
@@ -33,19 +33,6 @@ __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox
 # ------------------------------------------------------------------ a factory's arguments
 # ipywidgets clamps a slider's starting value into its range, silently: a factory checks its
 # arguments first, with lessonlib's one vocabulary, so a value it cannot show is an error.
-
-def config_dict(config, name="config"):
-    """A config by name (``load_config``) or a copy of a config.json dict."""
-    if isinstance(config, str):
-        try:
-            return load_config(config)
-        except ValueError as err:
-            raise ValueError(f"{name}: {err}") from None
-    if isinstance(config, dict):
-        return dict(config)
-    raise ValueError(f"{name} must be a config name or a config.json dict, got "
-                     f"{check.describe(config)}")
-
 
 def slider_int(name, value, lo, hi):
     """An integer slider's starting value: an int in [lo, hi]."""
@@ -179,15 +166,23 @@ def png_rgba(rgba, level=1):
 class Explorer:
     """Sliders that drive a figure and a readout. ``update()`` recomputes and redraws.
 
-    ``controls`` maps names to ipywidgets; ``redraw(**values) -> str`` updates the artists in
-    place and returns the readout text. Moving any control calls it again. With ``blit`` (the
+    ``controls`` maps names to ipywidgets; ``redraw(**values)`` updates the artists in place
+    and returns the readout text, or ``(readout, data)`` where ``data`` is a dict of the numbers
+    the figure now shows (kept as ``explorer.data``, what tests and notebooks read). Moving any
+    control calls it again. ``axes`` and ``artists`` (a dict) name what the factory drew, kept
+    as ``explorer.axes`` and ``explorer.artists``: every factory builds its Explorer this one
+    way, after ``freeze_layout``. With ``blit`` (the
     default) and a frozen layout (``freeze_layout``) only what can change is redrawn on top of
     a cached background; under a live layout engine every update is a full redraw.
     """
 
-    def __init__(self, controls, fig, redraw, *, blit=True, disabled_when=None):
+    def __init__(self, controls, fig, redraw, *, axes=(), artists=None, blit=True,
+                 disabled_when=None):
         self.controls = dict(controls)
         self.fig = fig
+        self.axes = tuple(axes)
+        self.artists = dict(artists or {})
+        self.data = {}  # the numbers the figure shows, from redraw's (readout, data)
         self._redraw = redraw
         # name -> values -> True when that control has no effect (it is then disabled)
         self._disabled_when = dict(disabled_when or {})
@@ -218,12 +213,20 @@ class Explorer:
         values = self.values
         for name, off in self._disabled_when.items():
             self.controls[name].disabled = bool(off(values))
-        self._readout_text = self._redraw(**values)
+        self._readout_text = self._call_redraw(values)
         self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
         if self._blit and not self._layout_is_live():
             self._draw_changes()
         else:
             self.fig.canvas.draw_idle()
+
+    def _call_redraw(self, values):
+        """The readout text; ``data`` replaced when redraw returns (readout, data)."""
+        result = self._redraw(**values)
+        if isinstance(result, tuple):
+            result, data = result
+            self.data = dict(data)
+        return result
 
     def rehearse(self, **values):
         """Draw once at another setting (``values`` for some controls), then back at the current
@@ -239,7 +242,7 @@ class Explorer:
             raise ValueError(f"rehearse: no control named {sorted(unknown)}")
         now = self.values
         for setting in ({**now, **values}, now):
-            self._readout_text = self._redraw(**setting)
+            self._readout_text = self._call_redraw(setting)
             if self._blit and not self._layout_is_live():
                 self._draw_changes()
         self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"

@@ -17,23 +17,22 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import _validate as check
-from ..attention import key_blocks
-from ..kv_cache import kv_bytes_per_token
+from ..attention import TILE_MASKED, TILE_SKIPPED, block_map
+from ..kv_cache import kv_bytes_per_token, model_shape
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace
-from ..traffic import (GIB, MIB, long_context_cost, naive_traffic, score_matrix_table,
-                       score_slice_bytes, tiled_traffic)
+from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, long_context_cost,
+                       naive_traffic, score_matrix_table, score_slice_bytes, tiled_traffic)
 from ._base import (Explorer, checkbox, config_dict, freeze_layout, int_list, new_figure,
                     option, slider_int, slider_layout, slider_real)
 
-__all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer", "block_map",
+__all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer",
            "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS", "FIGURE_WIDTH",
            "READOUT_WIDTH"]
 
 FIGURE_WIDTH = 9.2  # inches: 920 px at 100 dpi fits the laptop's ~930 px output area
 READOUT_WIDTH = 100  # characters: one line of the readout, laptop (~109) and presenter (~112)
 
-LLAMA3_8B_PARAMS = 8.03e9  # the Llama 3 8B shape's parameter count (config.json does not hold it)
 EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # notebook 02's six scores
 EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # and their 2-D values
 
@@ -42,7 +41,7 @@ EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # and their 
 
 def _memory_data(lengths, heads, cfg):
     """Curves (GiB and TFLOP per length) and the rows the readout quotes."""
-    layers, head_dim = cfg["layers"], cfg["head_dim"]
+    layers, head_dim = cfg["shape"].layers, cfg["shape"].head_dim
     rows = score_matrix_table(lengths, heads=heads, layers=layers, bytes_per_score=4)
     costs = long_context_cost(lengths, params=cfg["params"], layers=layers,
                               q_dim=heads * head_dim, kv_bytes_per_token=cfg["kv_bytes"])
@@ -63,10 +62,11 @@ def _memory_readout(n, heads, cfg, row, cost):
     """Five lines, each what a slider changes (layers, FP32 scores and the KV cache's bytes per
     token are fixed: the notebook says them)."""
     ub = cfg["n_ubatch"]
-    q_dim = heads * cfg["head_dim"]
-    crossover = cfg["params"] / (q_dim * cfg["layers"])  # 2 P n = 2 n^2 q_dim L
+    shape = cfg["shape"]
+    q_dim = heads * shape.head_dim  # the slider's query heads, of the model's head dim
+    crossover = crossover_length(cfg["params"], layers=shape.layers, q_dim=q_dim)
     return "\n".join([
-        f"n = {n:,} tokens, {heads} query heads x d = {cfg['head_dim']} (q_dim = {q_dim:,})",
+        f"n = {n:,} tokens, {heads} query heads x d = {shape.head_dim} (q_dim = {q_dim:,})",
         f"S, one layer: whole prompt {row.layer_bytes / GIB:,.2f} GiB, -ub {ub} slice "
         f"{score_slice_bytes(min(ub, n), n, heads=heads) / GIB:,.3f} GiB, decode row "
         f"{score_slice_bytes(1, n, heads=heads) / MIB:,.3f} MiB",
@@ -90,14 +90,12 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
     """
     c = config_dict(config)
     kv_bytes = kv_bytes_per_token(c)  # validates the config's shape keys
-    q_heads = int(c["num_attention_heads"])
-    cfg = dict(layers=int(c["num_hidden_layers"]), params=check.real("params", params, above=0.0),
-               n_ubatch=check.integer("n_ubatch", n_ubatch, minimum=1),
-               head_dim=int(c.get("head_dim") or c["hidden_size"] // q_heads),
-               kv_bytes=kv_bytes)
+    shape = model_shape(c)
+    cfg = dict(shape=shape, params=check.real("params", params, above=0.0),
+               n_ubatch=check.integer("n_ubatch", n_ubatch, minimum=1), kv_bytes=kv_bytes)
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)
-    heads = q_heads if heads is None else heads
+    heads = shape.heads if heads is None else heads
     controls = {
         "n": widgets.SelectionSlider(options=[(f"{x:,}", x) for x in lengths], value=n,
                                      description="context n (tokens)", **slider_layout("330px")),
@@ -115,7 +113,6 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
     freeze_layout(fig)
     plots.legends_to_figure(fig)
     plots.fix_ticks(fig)  # limits stay: the same ticks every step
-    state = {}
     data = lru_cache(maxsize=None)(lambda heads: _memory_data(lengths, heads, cfg))
 
     def redraw(n, heads):
@@ -123,12 +120,10 @@ def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, 
         plots.update_curves(ax_mem, artists["memory"], memory, marker_x=n, rescale=False)
         plots.update_curves(ax_flop, artists["flops"], flops, marker_x=n, rescale=False)
         i = lengths.index(n)
-        state.update(memory=memory, flops=flops, row=rows[i], cost=costs[i])
-        return _memory_readout(n, heads, cfg, rows[i], costs[i])
+        return (_memory_readout(n, heads, cfg, rows[i], costs[i]),
+                dict(memory=memory, flops=flops, row=rows[i], cost=costs[i]))
 
-    explorer = Explorer(controls, fig, redraw)
-    explorer.axes, explorer.artists, explorer.data = (ax_mem, ax_flop), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_mem, ax_flop), artists=artists)
 
 
 # ------------------------------------------------------------------ notebook 02
@@ -218,7 +213,6 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
     freeze_layout(fig)
     plots.legends_to_figure(fig)
     plots.fix_ticks(fig)  # limits stay: the same ticks every step
-    state = {}
 
     def redraw(keys, sink, sink_logit):
         st = _softmax_state(scores, values, keys, sink_logit if sink else None)
@@ -228,43 +222,18 @@ def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sin
         plots.update_softmax_terms(artists["terms"], terms, seen=seen, sink_index=n)
         plots.update_value_plane(artists["plane"], st["path"],
                                  sink_output=st["sink"]["output"] if sink else None)
-        state.clear()
-        state.update(st, bar_heights=terms)
-        return _softmax_readout(scores, keys, st, sink_logit)
+        return _softmax_readout(scores, keys, st, sink_logit), dict(st, bar_heights=terms)
 
-    explorer = Explorer(controls, fig, redraw,
-                        disabled_when={"sink_logit": lambda values: not values["sink"]})
-    explorer.axes, explorer.artists, explorer.data = (ax_terms, ax_plane), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_terms, ax_plane), artists=artists,
+                    disabled_when={"sink_logit": lambda values: not values["sink"]})
 
 
 # ------------------------------------------------------------------ notebook 03
 
-def block_map(n, block, *, causal=True):
-    """(T, T) codes per (query block, key block): skipped, computed with a mask, or full.
-
-    "Visited" is the plan ``attention.key_blocks`` gives the tiled kernel; "full" means the
-    mask hides nothing inside the tile (under the causal mask: the tile's last key is at or
-    before its first query).
-    """
-    n, block = check.integer("n", n, minimum=1), check.integer("block", block, minimum=1)
-    return _block_map(n, block, check.flag("causal", causal)).copy()
-
-
 @lru_cache(maxsize=1024)
 def _block_map(n, block, causal):
-    starts = np.arange(0, n, block)
-    ends = np.minimum(starts + block, n)
-    # Under the causal mask (j <= p) every pair of a tile is visible when its least visible
-    # pair is: the tile's first query and its last key. tests check this against attention_mask.
-    if causal:
-        full = ends[None, :] - 1 <= starts[:, None]
-    else:
-        full = np.ones((len(starts), len(starts)), dtype=bool)
-    codes = np.full(full.shape, plots.BLOCK_SKIPPED, dtype=np.int8)  # 16 KiB at T = 128
-    for i, (i0, i1) in enumerate(zip(starts, ends)):
-        visited = np.array(key_blocks(int(i0), int(i1), n, block, causal=causal)) // block
-        codes[i, visited] = np.where(full[i, visited], plots.BLOCK_FULL, plots.BLOCK_MASKED)
+    """``attention.block_map``, remembered and read-only: the redraws at these settings share it."""
+    codes = block_map(n, block, causal=causal)
     codes.setflags(write=False)
     return codes
 
@@ -299,8 +268,8 @@ def _tiled_readout(n, d, block, causal, data):
     """Five lines; d (fixed) and what a tile is are in the notebook's prose."""
     codes = data["codes"]
     t = codes.shape[0]
-    skipped = int((codes == plots.BLOCK_SKIPPED).sum())
-    masked = int((codes == plots.BLOCK_MASKED).sum())
+    skipped = int((codes == TILE_SKIPPED).sum())
+    masked = int((codes == TILE_MASKED).sum())
     rest = n - (t - 1) * block
     return "\n".join([
         f"n = {n:,}, B = {block}: ceil(n / B) = {t} query {_blocks(t)}"
@@ -346,17 +315,12 @@ def tiled_explorer(*, n=512, d=128, block=64, causal=True,
     freeze_layout(fig)
     plots.legends_to_figure(fig)
     plots.fix_ticks(fig)  # limits stay: the same ticks every step
-    state = {}
 
     def redraw(block, n, causal):
         data = _tiled_data(n, d, block, causal, blocks)
         plots.update_block_map(ax_map, artists["map"], data["codes"], block=block, n=n)
         plots.update_ratio_curves(ax_ratio, artists["ratio"], data["curves"], marker_block=block,
                                   rescale=False)
-        state.clear()
-        state.update(data)
-        return _tiled_readout(n, d, block, causal, data)
+        return _tiled_readout(n, d, block, causal, data), data
 
-    explorer = Explorer(controls, fig, redraw)
-    explorer.axes, explorer.artists, explorer.data = (ax_map, ax_ratio), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_map, ax_ratio), artists=artists)

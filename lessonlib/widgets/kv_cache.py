@@ -8,7 +8,7 @@ every slider move) and ``data`` (what the last redraw computed, for tests and cu
 import ipywidgets as widgets
 
 from .. import _validate as check
-from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
+from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
@@ -65,9 +65,10 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
     if cfg.get("kv_lora_rank") is not None:
         raise ValueError("config is an MLA model: it has no KV heads to vary; give a GQA config")
     kv_bytes_per_token(cfg, dtype_bytes)  # validates the shape keys and dtype_bytes
-    hq = int(cfg["num_attention_heads"])
+    shape = model_shape(cfg)
+    hq = shape.heads
     if kv_heads is None:
-        kv_heads = cfg.get("num_key_value_heads") or hq
+        kv_heads = shape.kv_heads
     options = kv_head_options(hq)
     kv_heads = check.integer("kv_heads", kv_heads, minimum=1)
     if kv_heads not in options:
@@ -109,7 +110,6 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
     freeze_layout(fig)
     plots.medium_titles(ax_size, ax_map)  # freeze_layout set them again, at the default size
     plots.pin_legend(ax_size)  # upper left, above every curve and the cursor: drawn once
-    state = {}
 
     def redraw(n, kv_heads):
         variant = with_kv_heads(cfg, kv_heads)
@@ -117,13 +117,12 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
         head_map = gqa_head_map(hq, kv_heads)
         plots.update_size_curves(ax_size, artists["sizes"], {labels["slider"]: sizes}, marker_n=n)
         plots.update_head_map(ax_map, artists["map"], head_map, kv_heads)
-        state.clear()
-        state.update(sizes_gib=sizes, head_map=head_map,
-                     per_token=kv_bytes_per_token(variant, dtype_bytes),
-                     total_bytes=kv_cache_bytes(variant, n, engine="ideal",
-                                                dtype_bytes=dtype_bytes).total_bytes,
-                     fixed_gib={k: v[lengths.index(n)] for k, v in fixed.items()})
-        return _readout(name, cfg, n, kv_heads, hq, dtype_bytes, state, labels, mla_name)
+        data = dict(sizes_gib=sizes, head_map=head_map,
+                    per_token=kv_bytes_per_token(variant, dtype_bytes),
+                    total_bytes=kv_cache_bytes(variant, n, engine="ideal",
+                                               dtype_bytes=dtype_bytes).total_bytes,
+                    fixed_gib={k: v[lengths.index(n)] for k, v in fixed.items()})
+        return _readout(name, shape, n, kv_heads, dtype_bytes, data, labels, mla_name), data
 
     sizes_by_heads = {}
 
@@ -133,17 +132,17 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
                                                   dtype_bytes)
         return sizes_by_heads[kv_heads]
 
-    explorer = Explorer(controls, fig, redraw)
-    explorer.axes, explorer.artists, explorer.data = (ax_size, ax_map), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_size, ax_map), artists=artists)
 
 
 FIGSIZE = (9.2, 3.8)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
-def _readout(name, cfg, n, kv_heads, hq, dtype_bytes, st, labels, mla_name):
-    layers = int(cfg["num_hidden_layers"])
-    d_h = int(cfg.get("head_dim") or cfg["hidden_size"] // hq)
+def _readout(name, shape, n, kv_heads, dtype_bytes, st, labels, mla_name):
+    layers, hq, d_k, d_v = shape.layers, shape.heads, shape.head_dim, shape.v_head_dim
+    # K and V of one width (2 x d_h), or MLA's widths run without the latent (d_k + d_v)
+    widths = f"2 x {layers} x {kv_heads} x {d_k}" if d_k == d_v else \
+        f"{layers} x {kv_heads} x ({d_k} + {d_v})"
     group = hq // kv_heads
     per_token = st["per_token"]
     share = "one per query head" if group == 1 else \
@@ -152,8 +151,8 @@ def _readout(name, cfg, n, kv_heads, hq, dtype_bytes, st, labels, mla_name):
     # The model's fixed shape (layers, query heads, d_h, bytes per entry) is the notebook's
     # prose: the readout holds what the sliders change.
     return "\n".join([
-        f"h_kv = {kv_heads} KV heads ({_kind(kv_heads, hq)}, {share}): 2 x {layers} x {kv_heads}"
-        f" x {d_h} x {dtype_bytes} = {per_token:,} bytes/token ({per_token / 1024:g} KiB)",
+        f"h_kv = {kv_heads} KV heads ({_kind(kv_heads, hq)}, {share}): {widths}"
+        f" x {dtype_bytes} = {per_token:,} bytes/token ({per_token / 1024:g} KiB)",
         f"at n = {n:,} tokens: {st['total_bytes'] / GIB:.2f} GiB"
         f"   (MHA {fixed[labels['mha']]:.2f} GiB, MQA {fixed[labels['mqa']]:.2f} GiB, "
         f"{mla_name} MLA {fixed[labels['mla']]:.2f} GiB)",

@@ -12,28 +12,21 @@ from matplotlib.transforms import blended_transform_factory
 
 from .. import _validate as check
 from ..kv_cache import ENGINES
-from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
+from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from ..plots import kv_cache as plots
 from ..plots.needles import draw_needle_heatmap
-from ..traffic import long_context_cost
+from ..traffic import LLAMA3_8B_PARAMS, long_context_cost
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
 from .tinylm import FIGURE_WIDTH
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 
-LLAMA3_8B_PARAMS = 8.03e9  # Llama 3 8B's parameter count (config.json does not hold it)
 KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
 FIGSIZE = (FIGURE_WIDTH, 4.6)  # inches: unscaled in JupyterLab beside the file browser
 LEGEND_BAND = 0.75  # inches under the panels for their legends
 LEGEND_FONT = 9  # points: the figure's smallest text (9 px on a laptop, 12 in the presenter)
-
-
-def _shape(cfg):
-    heads = int(cfg["num_attention_heads"])
-    head_dim = int(cfg.get("head_dim") or cfg["hidden_size"] // heads)
-    return int(cfg["num_hidden_layers"]), heads, head_dim
 
 
 def _kv_gib(configs, lengths, dtype_bytes, engine):
@@ -53,8 +46,7 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     """
     cfg = config_dict(check.text("config", config))  # a name: the readout and legend say it
     kv_bytes_per_token(cfg)  # validates the shape keys
-    layers, heads, head_dim = _shape(cfg)
-    q_dim = heads * head_dim
+    shape = model_shape(cfg)
     params = check.real("params", params, above=0.0)
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)
@@ -63,7 +55,7 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     if isinstance(models, str) or not models:
         raise ValueError(f"models must be a list of config names, got {check.describe(models)}")
     configs = {check.text("models", name): config_dict(name, "models") for name in models}
-    costs = long_context_cost(lengths, params=params, layers=layers, q_dim=q_dim,
+    costs = long_context_cost(lengths, params=params, layers=shape.layers, q_dim=shape.q_dim,
                               kv_bytes_per_token=kv_bytes_per_token(cfg))
     flops = {"weights: 2 P n": [c.weight_flops / 1e12 for c in costs],
              "attention, causal: 2 n² q_dim L": [c.attention_flops / 1e12 for c in costs],
@@ -97,24 +89,19 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     every_kv = [_kv_gib(configs, lengths, b, engine) for _, b in KV_DTYPES]
     kv_ylim = _log_ylim([v for kv in every_kv for v in kv.values()] + [[weights_gib]])
     ax_kv.set_ylim(*kv_ylim)
-    state = {}
 
     def redraw(n, dtype_bytes):
         kv = _kv_gib(configs, lengths, dtype_bytes, engine)
         plots.update_size_curves(ax_flops, artists["flops"], {}, marker_n=n)
         plots.update_size_curves(ax_kv, artists["kv"], kv, marker_n=n)
         ax_kv.set_ylim(*kv_ylim)
-        state.clear()
-        state.update(flops=flops, kv_gib=kv, cost=costs[lengths.index(n)],
-                     at_n={name: v[lengths.index(n)] for name, v in kv.items()})
-        return _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine,
-                        state, weights_gib)
+        data = dict(flops=flops, kv_gib=kv, cost=costs[lengths.index(n)],
+                    at_n={name: v[lengths.index(n)] for name, v in kv.items()})
+        return _readout(config, n, dtype_bytes, data, weights_gib), data
 
     artists["legends"] = _legends_under(fig, (ax_flops, ax_kv))
     freeze_layout(fig)
-    explorer = Explorer(controls, fig, redraw)
-    explorer.axes, explorer.artists, explorer.data = (ax_flops, ax_kv), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_flops, ax_kv), artists=artists)
 
 
 def _legends_under(fig, axes):
@@ -141,7 +128,7 @@ def _log_ylim(curves):
     return ys.min() / 2.5, ys.max() * 2.5
 
 
-def _readout(config, params, layers, heads, head_dim, n, dtype_bytes, engine, st, weights_gib):
+def _readout(config, n, dtype_bytes, st, weights_gib):
     c = st["cost"]
     dtype = dict((b, label) for label, b in KV_DTYPES)[dtype_bytes]
     kv = ", ".join(f"{name} {gib:.2f} GiB" for name, gib in st["at_n"].items())
@@ -172,7 +159,5 @@ def needle_heatmap(grid, *, title="Needle in a haystack: found (1) or missed (0)
     title = check.text("title", title)
     fig, ax = new_figure(figsize=(8, 4.2))
     image, colorbar = draw_needle_heatmap(ax, grid, title=title)
-    explorer = Explorer({}, fig, lambda: grid.table())
-    explorer.axes, explorer.artists = (ax,), {"image": image, "colorbar": colorbar}
-    explorer.data = {"found": grid.found}
-    return explorer
+    return Explorer({}, fig, lambda: (grid.table(), {"found": grid.found}), axes=(ax,),
+                    artists={"image": image, "colorbar": colorbar})

@@ -13,9 +13,9 @@ import numpy as np
 from .. import _validate as check
 from ..plots import rope as plots
 from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_angle, ntk_base,
-                    outside_trained_arc, pairs_never_turning, rope_frequencies, rope_parameters,
-                    rotary_dim, trained_arc_overshoot, turns_within, wavelengths,
-                    yarn_correction_range, yarn_ramp)
+                    outside_trained_arc, pairs_never_turning, rope_frequencies, scaling_parameters,
+                    trained_arc_overshoot, turns_within, wavelengths, yarn_correction_range,
+                    yarn_ramp)
 from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, slider_int,
                     slider_layout, slider_real)
 
@@ -175,7 +175,6 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
                                               d["angles"], d["outside"]),
     }
     freeze_layout(fig)
-    state = {}
     theta_cache = {}
 
     def redraw(coarse, fine, b, n_train):
@@ -183,12 +182,9 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
         d = _clock_data_cached(theta_cache, m, b, n_train, r)
         plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
         plots.update_angle_coverage(artists["coverage"], d["trained"], d["angles"], d["outside"])
-        state.clear()
-        state.update(d, m=m)
-        return _clock_readout(m, b, n_train, d, coarse, fine)
+        return _clock_readout(m, b, n_train, d, coarse, fine), dict(d, m=m)
 
-    explorer = Explorer(controls, fig, redraw)
-    explorer.axes, explorer.artists, explorer.data = (ax_clock, ax_cov), artists, state
+    explorer = Explorer(controls, fig, redraw, axes=(ax_clock, ax_cov), artists=artists)
     explorer.pairs = pairs
 
     def set_position(m):
@@ -326,17 +322,14 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     """
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
     if config is not None:
-        c = config_dict(config)
-        rope_frequencies(c)  # a config compute rejects (YaRN without its L0, say) fails here
-        p = rope_parameters(c)
-        r = rotary_dim(c)
-        b = p["rope_theta"]
-        L0 = c.get("original_max_position_embeddings") or p.get(
-            "original_max_position_embeddings") or c["max_position_embeddings"]
-        factor = p.get("factor") or c["max_position_embeddings"] / L0
-        beta_fast = p.get("beta_fast") or beta_fast
-        beta_slow = p.get("beta_slow") or beta_slow
-        truncate = p.get("truncate", True) if p["rope_type"] == "yarn" else True
+        sp = scaling_parameters(config_dict(config))  # compute's rules: YaRN without L0 fails here
+        if sp.original_max is None:
+            raise ValueError(f"config has rope_type {sp.rope_type!r}, which reads no trained length "
+                             "L0 (original_max_position_embeddings) to start the explorer from: "
+                             "give factor, b and L0 instead")
+        factor, b, L0, r = sp.factor, sp.base, sp.original_max, sp.rotary_dim
+        if sp.rope_type == "yarn":
+            beta_fast, beta_slow, truncate = sp.beta_fast, sp.beta_slow, sp.truncate
     max_factor = check.real("max_factor", max_factor, minimum=1.0)
     factor = slider_real("factor", factor, 1.0, max_factor)
     r, b, L0 = _rotary(r), _base(b), check.integer("L0", L0, minimum=2)
@@ -375,7 +368,6 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     }
     ax_ratio.tick_params(labelbottom=False)  # the ramp under it names the pairs
     freeze_layout(fig)
-    state = {}
 
     def redraw(factor, b, L0):
         d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
@@ -383,15 +375,12 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
         plots.update_wavelengths(artists["wavelengths"], d["wavelengths"], L0, d["target"],
                                  beta_fast, d["band"])
         plots.update_yarn_ramp(artists["ramp"], d["ramp"], d["band"])
-        state.clear()
-        state.update(d)
-        return _scaling_readout(factor, b, L0, r, d, beta_fast, beta_slow)
+        return _scaling_readout(factor, b, L0, r, d, beta_fast, beta_slow), d
 
-    explorer = Explorer(controls, fig, redraw)
+    explorer = Explorer(controls, fig, redraw, axes=(ax_ratio, ax_wave, ax_ramp),
+                        artists=artists)
     # The band's ends and the levels' names move with the sliders: a rehearsal at another
     # setting, where every one of them moves, saves each slider's first move a full draw.
     explorer.rehearse(**dict(zip(("factor", "b", "L0"), _elsewhere(controls))))
-    explorer.axes = (ax_ratio, ax_wave, ax_ramp)
-    explorer.artists, explorer.data = artists, state
     explorer.betas = (beta_fast, beta_slow)
     return explorer

@@ -85,11 +85,10 @@ def extension_explorer(extension, *, length=2048, cells=None):
         return _table(extension, length)
 
     freeze_layout(fig)
-    explorer = Explorer(controls, fig, redraw)
+    explorer = Explorer(controls, fig, redraw, axes=(ax_acc, ax_loss), artists=artists)
     # The loss panel's title names the length: a rehearsal at another length saves the first
     # move a full draw of the background.
     explorer.rehearse(length=lengths[-1] if length != lengths[-1] else lengths[0])
-    explorer.axes, explorer.artists = (ax_acc, ax_loss), artists
     return explorer
 
 
@@ -101,9 +100,7 @@ def _results(name, results, key):
 
 
 def _view(fig, axes, artists, readout):
-    explorer = Explorer({}, fig, lambda: readout)
-    explorer.axes, explorer.artists = axes, artists
-    return explorer
+    return Explorer({}, fig, lambda: readout, axes=axes, artists=artists)
 
 
 def training_view(rows, summary):

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import _validate as check
+from ..attention import TILE_FULL, TILE_MASKED
 from ..kernel_plan import kernel_key_stretches, kernel_tile_plan, stretch_blocks
 from ..plots import triton as plots
 from ._base import (Explorer, checkbox, freeze_layout, int_list, new_figure, option, slider_int,
@@ -130,8 +131,8 @@ def _growth_note(causal, window):
 def _readout(n, causal, window, sinks, block, d):
     codes = d["codes"]
     t_q, t_k = codes.shape
-    masked = int((codes == plots.TILE_MASKED).sum())
-    full = int((codes == plots.TILE_FULL).sum())
+    masked = int((codes == TILE_MASKED).sum())
+    full = int((codes == TILE_FULL).sum())
     computed, dense = masked + full, t_q * t_k
     causal_n, causal_2n = (_total(size, True, 0, 0, block) for size in (n, 2 * n))
     dense_2n = (-(-2 * n // block)) ** 2
@@ -208,7 +209,6 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
     plots.medium_titles(ax_map, ax_work)  # freeze_layout set them again, at the default size
     for ax in (ax_map, ax_work):  # drawn once, into the background (nothing crosses them)
         plots.pin_legend(ax)
-    state = {}
 
     def redraw(n, block, window, sinks, causal):
         d = _data(n, causal, window, sinks, block, lengths)
@@ -218,12 +218,8 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
                               causal=causal)
         plots.update_work_curves(ax_work, artists["work"], d["curves"], marker_n=n,
                                  lengths=d["lengths"])
-        state.clear()
-        state.update(d)
-        return _readout(n, causal, window, sinks, block, d)
+        return _readout(n, causal, window, sinks, block, d), d
 
-    explorer = _WrappingExplorer(controls, fig, redraw,
-                                 disabled_when={"sinks": lambda v: not v["window"]})
-    explorer.axes, explorer.artists, explorer.data = (ax_map, ax_work), artists, state
-    return explorer
+    return _WrappingExplorer(controls, fig, redraw, axes=(ax_map, ax_work), artists=artists,
+                             disabled_when={"sinks": lambda v: not v["window"]})
 

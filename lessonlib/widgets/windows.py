@@ -1,21 +1,21 @@
 """Widget for notebook 06: the sliding-window mask with sinks, and what each layer keeps.
 
-The factory computes with ``lessonlib.attention`` (the mask) and ``lessonlib.kv_cache`` (each
-engine's sizing rule), draws with ``lessonlib.plots.windows`` and returns an ``Explorer`` with
-``axes``, ``artists`` (updated in place) and ``data`` (what the last redraw computed).
-``explorer.readout`` is the text a test reads.
+The factory computes with ``lessonlib.attention`` (the mask's codes, ``mask_codes``) and
+``lessonlib.kv_cache`` (each engine's sizing rule), draws with ``lessonlib.plots.windows`` and
+returns an ``Explorer`` with ``axes``, ``artists`` (updated in place) and ``data`` (what the
+last redraw computed). ``explorer.readout`` is the text a test reads.
 """
 import ipywidgets as widgets
 import numpy as np
 
 from .. import _validate as check
-from ..attention import attention_mask
+from ..attention import MASK_HIDDEN, mask_codes
 from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
 from ..plots import windows as plots
 from ..plots.kv_cache import medium_titles, pin_legend
 from ._base import Explorer, config_dict, freeze_layout, new_figure, slider_int, slider_layout
 
-__all__ = ["window_explorer", "mask_codes", "with_window"]
+__all__ = ["window_explorer", "with_window"]
 
 
 def with_window(config, window):
@@ -23,22 +23,9 @@ def with_window(config, window):
     return dict(config_dict(config), sliding_window=check.integer("window", window, minimum=1))
 
 
-def mask_codes(n, window, sinks):
-    """(n, n) codes for the causal mask with window W and ``sinks`` kept first tokens:
-    MASK_WINDOW where the window (or causality alone) shows the key, MASK_SINK where only the
-    sink rule does, MASK_HIDDEN elsewhere."""
-    n = check.integer("n", n, minimum=1)
-    visible = attention_mask(n, n, causal=True, window=window, sink_tokens=sinks)  # (n, n)
-    in_window = attention_mask(n, n, causal=True, window=window)  # (n, n)
-    codes = np.full((n, n), plots.MASK_HIDDEN, dtype=np.int8)
-    codes[visible] = plots.MASK_SINK
-    codes[in_window] = plots.MASK_WINDOW
-    return codes
-
-
 def _data(cfg, n, window, sinks, n_ubatch, block_size):
     codes = mask_codes(n, window, sinks)
-    keep = int((codes[-1] != plots.MASK_HIDDEN).sum())  # keys the newest query reads
+    keep = int((codes[-1] != MASK_HIDDEN).sum())  # keys the newest query reads
     cfg_w = with_window(cfg, window)
     local = np.array([w is not None for w in layer_windows(cfg_w)])
     sizes = {e: kv_cache_bytes(cfg_w, n, engine=e, n_ubatch=n_ubatch, block_size=block_size)
@@ -104,7 +91,6 @@ def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=5
     medium_titles(ax_mask, ax_bars)  # freeze_layout set them again, at the default size
     pin_legend(ax_mask)  # the keys under both panels, off the data: drawn once
     pin_legend(ax_bars)
-    state = {}
 
     def redraw(window, sinks, context):
         d = _data(cfg, context, window, sinks, n_ubatch, block_size)
@@ -112,14 +98,10 @@ def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=5
                                  title=_mask_title(window, sinks, context))
         plots.update_layer_cache(ax_bars, artists["bars"], d["entries"], levels=d["levels"],
                                  title=bars_title)
-        state.clear()
-        state.update(d)
-        return _readout(name, context, window, sinks, n_ubatch, block_size, d)
+        return _readout(name, context, window, sinks, n_ubatch, block_size, d), d
 
-    explorer = Explorer(controls, fig, redraw,
-                        disabled_when={"sinks": lambda v: v["window"] >= v["context"]})
-    explorer.axes, explorer.artists, explorer.data = (ax_mask, ax_bars), artists, state
-    return explorer
+    return Explorer(controls, fig, redraw, axes=(ax_mask, ax_bars), artists=artists,
+                    disabled_when={"sinks": lambda v: v["window"] >= v["context"]})
 
 
 def _mask_title(window, sinks, n):
