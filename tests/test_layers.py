@@ -180,3 +180,17 @@ def test_every_by_hand_line_is_still_there():
     seen = {(c[0], c[3]) for c in _notebook_copies()}
     stale = [entry for entry in BY_HAND if entry not in seen]
     assert not stale, f"BY_HAND lists lines no notebook has (remove them): {stale}"
+
+
+def test_one_topic_name_per_lesson_across_the_upper_layers():
+    """plots, widgets and checks name their topic modules alike (a lesson is one name in all
+    three: widgets.long_context draws with plots.long_context and is judged by
+    checks.long_context)."""
+    import lessonlib
+
+    def topics(package):
+        folder = pathlib.Path(lessonlib.__file__).parent / package
+        return {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
+
+    plots, widgets, checks = topics("plots"), topics("widgets"), topics("checks")
+    assert plots == widgets == checks, (plots ^ widgets, widgets ^ checks)

@@ -9,6 +9,10 @@ function that still returns None (or raises NotImplementedError) for every input
 attempted. A Verdict displays itself (its ``repr`` is the message), so the cell prints nothing
 by side effect.
 
+Every check starts the same way, through one decorator (``checks._preamble.preamble``, built
+on ``exercise`` below): None is "not attempted", an answer of the wrong kind (not a function, not
+a dict) is "not yet" with a hint, a function still the stub is "not attempted".
+
 Every check reads the student's answer in one way, the functions below; an answer they cannot
 read is "not yet" with a hint saying what to give, never a traceback or a warning:
 

@@ -12,7 +12,8 @@ import numpy as np
 from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from ..softmax import online_attention_trace, online_softmax_trace
-from ..traffic import GIB, MIB, long_context_cost, naive_traffic, score_matrix_table, tiled_traffic
+from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, long_context_cost, naive_traffic,
+                       score_matrix_table, tiled_traffic)
 from ..attention import key_blocks
 from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to,
                correct, distinct, items, shown, vector, wholes, wrong)
@@ -28,7 +29,7 @@ __all__ = [
 QUESTIONS = {
     "score_matrix_gib": dict(n=16384, heads=40, bytes_per_score=4, layers=40),
     "unfused_scores_mib": dict(config="tiny-random-qwen2vocab", n_ctx=65536, n_ubatch=256),
-    "attention_share": dict(n=65536, params=8.03e9, layers=32, q_dim=4096,
+    "attention_share": dict(n=65536, params=LLAMA3_8B_PARAMS, layers=32, q_dim=4096,
                             config="Llama-3.1-8B"),
     "sink_share": dict(scores=(1.0, 3.0, 2.0, 5.0, 0.5, 4.0), sink_logit=6.0),
     "tiled_reads": dict(n=100, d=8, block=16),

@@ -3,7 +3,7 @@
 ``cost_explorer`` computes with ``lessonlib.traffic.long_context_cost`` and
 ``lessonlib.kv_cache.kv_cache_bytes``, draws with ``lessonlib.plots.kv_cache`` and returns an
 ``Explorer`` with ``axes``, ``artists`` (updated in place) and ``data``. ``needle_heatmap``
-shows a finished ``needles.NeedleGrid`` with ``lessonlib.plots.needles``; its readout is the
+shows a finished ``needles.NeedleGrid`` with ``lessonlib.plots.long_context``; its readout is the
 grid's text table. ``explorer.readout`` is the text a test reads.
 """
 import ipywidgets as widgets
@@ -14,7 +14,7 @@ from .. import _validate as check
 from ..kv_cache import ENGINES
 from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from ..plots import kv_cache as plots
-from ..plots.needles import draw_needle_heatmap
+from ..plots.long_context import draw_needle_heatmap
 from ..traffic import LLAMA3_8B_PARAMS, long_context_cost
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
 from .tinylm import FIGURE_WIDTH
