@@ -111,6 +111,9 @@ def test_display_puts_a_picture_before_the_live_widget():
     assert isinstance(helper, _base.PageHelper)
     assert f".{_base.EXPLORER_CLASS}" in helper._css and "display: none" in helper._css
     assert 'data-smallest-text-px="' in helper.info
+    assert helper.canvas == ""  # headless: no ipympl canvas whose frames it could speed up
+    assert f"}}, {_base.DATA_URL_DELAY_MS});" in helper._esm and "DATA_URL_DELAY_MS" not in \
+        helper._esm  # the delay is written into the page's code
     shown.clear()  # the presenter shows only widgets: the picture is not drawn there
     import os
     os.environ[runtime.PRESENTER_ENV] = "1"
@@ -299,3 +302,16 @@ def test_every_factory_builds_its_explorer_one_way():
             if glued.search(line):
                 found.append(f"{path.name}:{i}: {line.strip()}")
     assert not found, found
+
+
+def test_the_page_helper_names_the_ipympl_canvas_it_speeds_up():
+    """On an ipympl canvas the page helper gets the canvas's model id: the page wraps that
+    model's frame handler (ipympl's per-frame toDataURL, deferred; tests/browser check it)."""
+    import matplotlib.figure
+    from ipympl.backend_nbagg import Canvas, FigureManager
+    fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50)
+    canvas = Canvas(fig)
+    FigureManager(canvas, 0)
+    fig.add_subplot().plot([0, 1])
+    w = _base.Explorer({}, fig, lambda: "")
+    assert w.ui.children[-1].canvas == canvas.model_id != ""

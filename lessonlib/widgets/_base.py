@@ -334,7 +334,8 @@ class Explorer:
         canvas = self.fig.canvas
         figure = canvas if isinstance(canvas, widgets.DOMWidget) else widgets.Output()
         box = widgets.VBox([widgets.HBox(list(self.controls.values())), figure, self._readout,
-                            PageHelper(info=self._figure_info())])
+                            PageHelper(info=self._figure_info(),
+                                       canvas=canvas.model_id if figure is canvas else "")])
         box.add_class(EXPLORER_CLASS)
         return box
 
@@ -394,7 +395,38 @@ FIT_CSS = f"""
 # ipywidgets gives a slider's handle (role="slider") no accessible name and says nowhere that
 # the number beside it can be typed into: the page helper, a small anywidget at the end of
 # every Explorer, names each handle after its slider's label and marks the number box.
+#
+# It also takes a PNG encode off every frame's path. ipympl's frontend, on each frame it
+# receives, first re-encodes its whole offscreen canvas with toDataURL (to keep the model's
+# _data_url, the picture a saved widget state would hold), synchronously, before the new frame
+# is drawn: 30-40 ms per 930 x 440 frame in headless Chromium on these machines, most of the
+# browser's share of a key press. The helper wraps that canvas model's handle_binary so the
+# frame is drawn first and _data_url is set, to the frame now shown, once frames stop
+# (DATA_URL_DELAY_MS). The box's data-lessonlib-frames attribute says it is installed and
+# data-lessonlib-data-urls counts the deferred encodes (the browser tests read both).
+DATA_URL_DELAY_MS = 500
 _PAGE_ESM = """
+function deferDataUrl(canvas, box) {
+  if (typeof canvas.handle_binary !== 'function') return;
+  if (!canvas.__lessonlibDeferred) {
+    canvas.__lessonlibDeferred = true;
+    const handle = canvas.handle_binary;
+    let timer = null;
+    canvas.handle_binary = function (msg, buffers) {
+      const offscreen = this.offscreen_canvas;
+      const encode = offscreen.toDataURL;
+      const kept = this.get('_data_url');
+      offscreen.toDataURL = () => kept;  // for this call only: no encode before the draw
+      try { handle.call(this, msg, buffers); } finally { delete offscreen.toDataURL; }
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        this.set('_data_url', encode.call(offscreen));
+        box.dataset.lessonlibDataUrls = String(Number(box.dataset.lessonlibDataUrls || 0) + 1);
+      }, DATA_URL_DELAY_MS);
+    };
+  }
+  box.dataset.lessonlibFrames = 'data-url-deferred';
+}
 function name(box) {
   for (const s of box.querySelectorAll('.widget-slider')) {
     const label = s.querySelector('.widget-label');
@@ -417,11 +449,16 @@ export default {
       if (!box) return requestAnimationFrame(start);
       name(box);
       new MutationObserver(() => name(box)).observe(box, {childList: true, subtree: true});
+      const id = model.get('canvas');
+      if (id && model.widget_manager) {
+        model.widget_manager.get_model(id).then((canvas) => deferDataUrl(canvas, box),
+                                                () => {});
+      }
     };
     start();
   }
 };
-"""
+""".replace("DATA_URL_DELAY_MS", str(DATA_URL_DELAY_MS))
 
 
 class PageHelper(anywidget.AnyWidget):
@@ -429,6 +466,7 @@ class PageHelper(anywidget.AnyWidget):
     _esm = _PAGE_ESM
     _css = FIT_CSS
     info = traitlets.Unicode("").tag(sync=True)  # the figure's size and smallest text
+    canvas = traitlets.Unicode("").tag(sync=True)  # the ipympl canvas's model id, if any
 
 
 def freeze_layout(fig):

@@ -19,6 +19,7 @@ import sys
 import time
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from browser_support import (REDRAW_LIMIT_MS, ROOT, Explorer, Server, cell_problems, free_port,
                              kernel_env, open_notebook, port_open, run_all, summary)
@@ -85,6 +86,21 @@ def _press(explorer, name, slider, where, screenshots, n):
     return times
 
 
+def _deferred_data_url(explorer, pressed):
+    """The page helper took ipympl's per-frame PNG encode off the frame's path (Explorer's
+    page helper), and once frames stopped it did the encode it deferred."""
+    if explorer.box.get_attribute("data-lessonlib-frames") != "data-url-deferred":
+        return ["ipympl's per-frame toDataURL is not deferred (no page helper on its canvas)"]
+    if pressed:
+        try:
+            explorer.page.wait_for_function(
+                "(b) => Number(b.dataset.lessonlibDataUrls || 0) >= 1",
+                arg=explorer.box.element_handle(), timeout=5_000)
+        except PlaywrightTimeoutError:
+            return ["the deferred _data_url was never set after the key presses"]
+    return []
+
+
 def _percentile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -125,9 +141,12 @@ def test_notebook_on_a_laptop(page, lab, screenshots, name):
                             f"(figure {f['figure']} scaled x{scale:.2f}); at least "
                             f"{MIN_LAB_TEXT_PX:g} px")
         failures += [f"widget {k}: {t}" for t in explorer.box.evaluate(_TRUNCATED)]
+        pressed = False
         for slider, enabled in explorer.sliders():
             if enabled:
                 _press(explorer, name, slider, "lab", screenshots, PRESSES)
+                pressed = True
+        failures += [f"widget {k}: {t}" for t in _deferred_data_url(explorer, pressed)]
     hidden = panel.evaluate(f"""(p) => [...p.querySelectorAll('.jp-OutputArea-child')]
         .filter(c => c.nextElementSibling && c.nextElementSibling.querySelector('{EXPLORER}'))
         .map(c => c.offsetParent === null)""")
@@ -212,6 +231,7 @@ def test_notebook_in_the_presenter(page, presenter_server, screenshots, name):
         enabled = [s for s, on in explorer.sliders() if on]
         if enabled:
             _press(explorer, name, enabled[0], "present", screenshots, PRESSES)
+        failures += [f"widget {k}: {t}" for t in _deferred_data_url(explorer, bool(enabled))]
     failures += [f"axe: {v}" for v in _accessibility(page, EXPLORER)]
     assert not failures, f"{name} in the presenter at 1280 x 720:\n" + "\n".join(failures)
 
