@@ -1,6 +1,6 @@
 """lessonlib: the tested numerics behind the attention and long-context notebooks.
 
-Modules (import the one you need; importing the package does nothing else); docs/API.md is
+Modules (import the one you need; importing the package does nothing else); docs/CONTRACT.md is
 the contract of their public names (arguments, shapes, dtypes, units, errors):
   softmax      online softmax, step traces, the online attention row (with a learned sink)
   attention    masks, naive and tiled (FlashAttention-style) attention in numpy

@@ -1,7 +1,7 @@
 """Naive and tiled (FlashAttention-style) attention in numpy, with one masking rule for all.
 
-The contract is docs/API.md, "Attention semantics" (stated again below) and its section on this
-module.
+The contract is docs/CONTRACT.md, "Attention semantics" (stated again below) and its section on
+this module.
 
 Shapes:
     q (hq, nq, d) or (nq, d); k (hkv, nk, d) or (nk, d); v (hkv, nk, dv) or (nk, dv).

@@ -1,7 +1,7 @@
 """A tiny decoder-only transformer (torch) trained on ``lessonlib.kvtask``, and the ways the
 long-context lessons run it: RoPE scaling switched on from a config dict, the project's window
 and sink-token masks, and a KV cache that can stream with StreamingLLM's eviction. Its masks
-and heads follow docs/API.md, "Attention semantics".
+and heads follow docs/CONTRACT.md, "Attention semantics".
 
 Architecture (Llama-shaped, nanoGPT-sized):
 

@@ -1,6 +1,6 @@
 """FlashAttention-2 forward in Triton: causal, sliding window, sink tokens, learned sinks, GQA.
 
-The contract is docs/API.md, "Attention semantics" (the rule lessonlib.attention states) and
+The contract is docs/CONTRACT.md, "Attention semantics" (the rule lessonlib.attention states) and
 its section on this module.
 
 The same attention as `lessonlib.attention.tiled_attention`, written as a GPU kernel. Read it top

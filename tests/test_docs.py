@@ -1,9 +1,9 @@
-"""docs/API.md is the contract: every public name of lessonlib has an entry there, every entry
+"""docs/CONTRACT.md is the contract: every public name of lessonlib has an entry there, every entry
 names something public, and nothing in the repository points at a contract outside it.
 
 A module's public names are its ``__all__``, read from its source with ast (so that the torch
 and triton modules are checked where they are not installed, and nothing is imported). In
-docs/API.md a module's section starts at a heading ``### `lessonlib.<module>``` (or ``####``)
+docs/CONTRACT.md a module's section starts at a heading ``### `lessonlib.<module>``` (or ``####``)
 and runs to the next heading; an entry is a bullet that starts with the name in backticks:
 ``- `name(arguments)`: ...`` or ``- `NAME`: ...``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-API = ROOT / "docs/API.md"
+API = ROOT / "docs/CONTRACT.md"
 PACKAGE = ROOT / "lessonlib"
 HEADING = re.compile(r"^#{2,4} (.*)$", re.M)
 SECTION = re.compile(r"^`(lessonlib(?:\.\w+)*)`$")
@@ -46,7 +46,7 @@ def declared_all(path):
 
 
 def documented(text):
-    """{module: [entry names]} of a docs/API.md text, in the order written."""
+    """{module: [entry names]} of a docs/CONTRACT.md text, in the order written."""
     sections, heads = {}, list(HEADING.finditer(text))
     for head, nxt in zip(heads, heads[1:] + [None]):
         m = SECTION.match(head.group(1).strip())
@@ -57,7 +57,7 @@ def documented(text):
 
 
 def contract_problems(modules, text):
-    """What is wrong between the modules' ``__all__`` ({name: list or None}) and a docs/API.md
+    """What is wrong between the modules' ``__all__`` ({name: list or None}) and a docs/CONTRACT.md
     text: a list of sentences, empty when they agree."""
     doc = documented(text)
     problems = []
@@ -68,7 +68,7 @@ def contract_problems(modules, text):
             problems.append(f"{module} has no __all__: its public names are not declared")
             continue
         if module not in doc:
-            problems.append(f"{module} has no section in docs/API.md")
+            problems.append(f"{module} has no section in docs/CONTRACT.md")
             continue
         entries = doc[module]
         missing = [n for n in names if n not in entries]
@@ -81,7 +81,8 @@ def contract_problems(modules, text):
         if twice:
             problems.append(f"{module}: documented twice: {twice}")
     for module in sorted(set(doc) - set(modules)):
-        problems.append(f"docs/API.md has a section for {module}, which is not a public module")
+        problems.append(f"docs/CONTRACT.md has a section for {module}, which is not a public "
+                        f"module")
     return problems
 
 
@@ -97,8 +98,8 @@ def test_the_contract_check_fails_for_a_missing_a_stale_and_an_unknown_name():
     assert contract_problems({"lessonlib.m": ["f", "g"], "lessonlib.n": ["h"]}, text) == [
         "lessonlib.m: public but undocumented: ['g']",
         "lessonlib.m: documented but not in __all__ (gone or private): ['gone']",
-        "lessonlib.n has no section in docs/API.md",
-        "docs/API.md has a section for lessonlib.ghost, which is not a public module",
+        "lessonlib.n has no section in docs/CONTRACT.md",
+        "docs/CONTRACT.md has a section for lessonlib.ghost, which is not a public module",
     ]
     only_m = text.split("### `lessonlib.ghost")[0]
     assert contract_problems({"lessonlib.m": ["f", "gone"]}, only_m) == []
@@ -139,16 +140,16 @@ def test_nothing_points_at_a_contract_outside_the_repository():
     assert not found, found
 
 
-_CITED_SECTION = re.compile(r'docs/API\.md,? (?:section )?"([^"]+)"')
+_CITED_SECTION = re.compile(r'docs/CONTRACT\.md,? (?:section )?"([^"]+)"')
 
 
 def test_sections_cited_in_the_code_exist():
-    """A docstring that cites ``docs/API.md, "Attention semantics"`` names a real heading."""
+    """A docstring that cites ``docs/CONTRACT.md, "Attention semantics"`` names a real heading."""
     headings = {h.strip().strip("`") for h in HEADING.findall(API.read_text())}
     cited = [(str(path.relative_to(ROOT)), m.group(1)) for path, text in _repository_text_files()
              if path.suffix == ".py" and path.name != "test_docs.py"
              for m in _CITED_SECTION.finditer(text)]
-    assert cited, "no docstring cites a section of docs/API.md"
+    assert cited, "no docstring cites a section of docs/CONTRACT.md"
     assert not [c for c in cited if c[1].strip("`") not in headings], cited
 
 

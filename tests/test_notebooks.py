@@ -259,7 +259,7 @@ def test_cells_that_need_torch_or_triton_say_so(path):
 # ------------------------------------------------------------------ a course that stands alone
 # The course was written from texts the students never get: nothing they read may point at them
 # ("as the source says", "Example 12"), in a notebook, a check's message or a docstring. The
-# contract is the repository's own docs/API.md.
+# contract is the repository's own docs/CONTRACT.md.
 CITES_OUTSIDE = re.compile(
     r"\bExamples? \d+\b|\b(?:the )?(?:reference|source) texts?\b|\bthe source (?:says|draws|"
     r"text|gives)\b|\bthe (?:llama3/longrope )?notes\b|\bthe text's\b|\bthe lesson's\b|"

@@ -1,7 +1,7 @@
 """The Triton FlashAttention kernel, run on the CPU by Triton's interpreter.
 
 Every numeric test compares with `reference` below (float64, a direct masked softmax written
-from the visibility rule of docs/API.md, "Attention semantics", no code shared) and, for fp32,
+from the visibility rule of docs/CONTRACT.md, "Attention semantics", no code shared) and, for fp32,
 with `lessonlib.attention.naive_attention`. Interpreter time grows with programs x key blocks
 (a few ms each), so sizes stay at heads x (n / block)^2 of about 250 or less per call.
 """
