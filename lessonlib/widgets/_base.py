@@ -171,9 +171,9 @@ class Explorer:
     the figure now shows (kept as ``explorer.data``, what tests and notebooks read). Moving any
     control calls it again. ``axes`` and ``artists`` (a dict) name what the factory drew, kept
     as ``explorer.axes`` and ``explorer.artists``: every factory builds its Explorer this one
-    way, after ``freeze_layout``. With ``blit`` (the
-    default) and a frozen layout (``freeze_layout``) only what can change is redrawn on top of
-    a cached background; under a live layout engine every update is a full redraw.
+    way, after ``freeze_layout``. With ``blit`` (the default) and a frozen layout
+    (``freeze_layout``) only what can change is redrawn on top of a cached background; under a
+    live layout engine every update is a full redraw.
     """
 
     def __init__(self, controls, fig, redraw, *, axes=(), artists=None, blit=True,
