@@ -40,6 +40,7 @@ from .traffic import GIB, MIB, score_slice_bytes
 __all__ = [
     "model_shape", "ModelShape",
     "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "layer_windows", "swa_pattern",
+    "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks",
     "ComputeBuffer", "llamacpp_compute_buffer",
@@ -48,6 +49,18 @@ __all__ = [
 ]
 
 LLAMACPP_SWA_PAD = 256  # llama-kv-cache-iswa.cpp pads the SWA cache to a multiple of 256 cells
+LLAMACPP_CTX_PAD = 256  # llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)
+
+# Model types whose llama.cpp architecture runs every layer as global, whatever config.json says
+# about windows: the loader (src/models/<arch>.cpp) reads no sliding window, or turns it off.
+LLAMACPP_NO_SWA = {
+    "llama": "the llama architecture reads no sliding window",
+    "mistral": "its converter writes it as the llama architecture, which reads no sliding "
+               "window: Mistral-7B-v0.1's W = 4096 is not applied",
+    "qwen2": "the qwen2 architecture reads no sliding window (use_sliding_window is not converted)",
+    "phi3": "the phi3 loader reads sliding_window and switches it off ('Phi SWA is currently "
+            "disabled')",
+}
 
 
 # --------------------------------------------------------------------------- config reading
@@ -173,6 +186,51 @@ def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     return h_kv * (d_k + d_v) * dtype_bytes
 
 
+@dataclass(frozen=True)
+class KVType:
+    """One cache element type: ``block_bytes`` bytes store ``block_values`` values of a row.
+
+    f16 is (1 value, 2 bytes); llama.cpp's q8_0 is blocks of 32 int8 values and one f16 scale
+    (34 bytes), q4_0 32 4-bit values and one f16 scale (18 bytes): ``ggml_row_size`` of a row
+    of n values is ``n / block_values * block_bytes``, n a multiple of the block. ``engines``:
+    where the type exists (llama.cpp's ``-ctk`` / ``-ctv``, vLLM's ``--kv-cache-dtype``).
+    """
+    name: str
+    block_values: int
+    block_bytes: int
+    engines: tuple
+
+    def row_bytes(self, n_values, what="row"):
+        n = positive_int(what, n_values)
+        if n % self.block_values:
+            raise ValueError(f"{what} = {n} values is not a multiple of {self.name}'s block of "
+                             f"{self.block_values} values: llama.cpp cannot store it as {self.name}")
+        return n // self.block_values * self.block_bytes
+
+
+_BOTH, _LLAMACPP, _VLLM = ("llama.cpp", "vllm", "ideal"), ("llama.cpp", "ideal"), ("vllm", "ideal")
+KV_TYPES = {t.name: t for t in (
+    KVType("f32", 1, 4, _LLAMACPP), KVType("f16", 1, 2, _BOTH), KVType("bf16", 1, 2, _BOTH),
+    KVType("q8_0", 32, 34, _LLAMACPP), KVType("q4_0", 32, 18, _LLAMACPP),
+    KVType("fp8", 1, 1, _VLLM))}
+
+
+def kv_cell_bytes(config, kv_type="f16"):
+    """Bytes of one cell of one layer for a cache element type (``KV_TYPES``), as llama.cpp
+    sizes a row (``ggml_row_size``): the K row (h_kv x d_k values) plus the V row (h_kv x d_v);
+    an MLA cache one row of ``kv_lora_rank + qk_rope_head_dim``. f16 gives
+    ``kv_bytes_per_token_per_layer(config, 2)``; q8_0 17/16 of f16's half (34 bytes per 32)."""
+    kind = KV_TYPES[check.choice("kv_type", kv_type, KV_TYPES)]
+    cfg = _text_config(config)
+    if cfg.get("kv_lora_rank") is not None:
+        n = _int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")
+        return kind.row_bytes(n, "kv_lora_rank + qk_rope_head_dim")
+    h_kv = _kv_heads(cfg)
+    d_k, d_v = _head_dims(cfg)
+    return (kind.row_bytes(h_kv * d_k, "num_key_value_heads x head_dim (K)")
+            + kind.row_bytes(h_kv * d_v, "num_key_value_heads x head_dim (V)"))
+
+
 def kv_bytes_per_token(config, dtype_bytes=2):
     """KV bytes one token costs across all layers (notebook 05: GQA and MLA).
 
@@ -275,6 +333,17 @@ def layer_windows(config):
     return [W if is_local else None for is_local in local]
 
 
+def llamacpp_layer_windows(config):
+    """``layer_windows`` as llama.cpp runs the model: every layer global for the model types in
+    ``LLAMACPP_NO_SWA`` (Mistral-7B-v0.1, Qwen2, Phi-3: their llama.cpp loaders read no window
+    or switch it off), else as ``layer_windows`` reads the config (Gemma 2/3, gpt-oss, and
+    configs without a model_type)."""
+    windows = layer_windows(config)
+    if str(_text_config(config).get("model_type", "")) in LLAMACPP_NO_SWA:
+        return [None] * len(windows)
+    return windows
+
+
 # --------------------------------------------------------------------------- engine rules
 
 def _cdiv(a, b):
@@ -371,8 +440,10 @@ class KVCacheSize:
 
 
 def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, **_):
-    """llama.cpp: global layers get the -c n_ctx cells (shared by all sequences), sliding
-    layers ``llamacpp_swa_cells``, or all n_ctx with --swa-full."""
+    """llama.cpp: -c rounded up to a multiple of 256 (llama-context.cpp), global layers get
+    those cells (shared by all sequences), sliding layers ``llamacpp_swa_cells``, or all of them
+    with --swa-full."""
+    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
     if W is None or swa_full:
         return n_ctx, None
     return llamacpp_swa_cells(n_ctx, W, n_seq=n_seq, n_ubatch=n_ubatch), None
@@ -402,14 +473,18 @@ ENGINES = {"llama.cpp": _llamacpp, "vllm": _vllm, "ideal": _ideal}
 
 
 def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, block_size=16,
-                   swa_full=False, dtype_bytes=2, extra_retained_tokens=0, max_in_flight_tokens=0):
+                   swa_full=False, dtype_bytes=2, extra_retained_tokens=0, max_in_flight_tokens=0,
+                   kv_type=None):
     """The KV cache of a whole context, sized by one engine's rule (notebook 06, hybrid caches).
 
     engine:
-      ``"llama.cpp"``  n_ctx is ``-c``: the cells of the whole cache, shared by ``n_seq``
-                       sequences. Global layers get n_ctx cells; sliding layers
-                       ``pad(min(n_ctx, W * n_seq + n_ubatch), 256)``; ``swa_full``
-                       (``--swa-full``) gives them n_ctx too.
+      ``"llama.cpp"``  n_ctx is ``-c``, which llama.cpp rounds up to a multiple of 256: the
+                       cells of the whole cache, shared by ``n_seq`` sequences (a unified
+                       cache, ``--kv-unified``). Global layers get pad(n_ctx, 256) cells;
+                       sliding layers ``pad(min(n_ctx, W * n_seq + n_ubatch), 256)``;
+                       ``swa_full`` (``--swa-full``) gives them all cells too. The windows
+                       are llama.cpp's (``llamacpp_layer_windows``): none for Mistral-7B-v0.1,
+                       Qwen2 or Phi-3, whose llama.cpp architectures run every layer global.
       ``"vllm"``       n_ctx is ``max_model_len`` of one request, and the cache holds ``n_seq``
                        such requests. Global layers: ``cdiv(n_ctx, block_size)`` blocks
                        (FullAttentionSpec); sliding: ``vllm_sliding_blocks`` (SlidingWindowSpec).
@@ -423,6 +498,10 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
                        that ignores in-flight tokens (257 blocks at W = 4096).
       ``"ideal"``      exact tokens: n_ctx per sequence, ``min(n_ctx, W)`` for sliding layers.
 
+    ``kv_type``: a cache element type by name (``KV_TYPES``: f16, bf16, q8_0, q4_0, fp8, f32),
+    sized per row as ``kv_cell_bytes``, instead of ``dtype_bytes`` bytes per value; a type the
+    engine has not (q8_0 in vLLM, fp8 in llama.cpp) is an error.
+
     Returns a ``KVCacheSize`` (``total_bytes`` and ``global_layers`` / ``sliding_layers``).
     """
     engine = check.choice("engine", engine, ENGINES)
@@ -432,8 +511,17 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
     block_size = positive_int("block_size", block_size)
     extra_retained_tokens = non_negative_int("extra_retained_tokens", extra_retained_tokens)
     max_in_flight_tokens = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
-    per_cell = kv_bytes_per_token_per_layer(config, dtype_bytes)
-    windows = layer_windows(config)
+    if kv_type is None:
+        per_cell = kv_bytes_per_token_per_layer(config, dtype_bytes)
+    else:
+        if dtype_bytes != 2:
+            raise ValueError(f"give kv_type or dtype_bytes, not both (kv_type={kv_type!r}, "
+                             f"dtype_bytes={dtype_bytes!r})")
+        per_cell = kv_cell_bytes(config, kv_type)
+        if engine not in KV_TYPES[kv_type].engines:
+            raise ValueError(f"kv_type {kv_type!r} is not a cache type of engine {engine!r}: it has "
+                             + ", ".join(t for t, k in KV_TYPES.items() if engine in k.engines))
+    windows = llamacpp_layer_windows(config) if engine == "llama.cpp" else layer_windows(config)
     rule = ENGINES[engine]
 
     local = {w for w in windows if w is not None}

@@ -223,8 +223,9 @@ def per_layer_reference(cfg, n_ctx, engine, n_seq, n_ubatch, block_size, swa_ful
     total = 0
     for il in range(L):
         local = W is not None and (il % n < n - 1 if n else True)
-        if engine == "llama.cpp":
-            cells = pad(min(n_ctx, W * n_seq + n_ubatch), 256) if local and not swa_full else n_ctx
+        if engine == "llama.cpp":  # llama-context.cpp: n_ctx = GGML_PAD(n_ctx, 256) first
+            c = pad(n_ctx, 256)
+            cells = pad(min(c, W * n_seq + n_ubatch), 256) if local and not swa_full else c
         elif engine == "vllm":
             blocks = (math.ceil(min(W - 1, n_ctx) / block_size) + 1 if local and not swa_full
                       else math.ceil(n_ctx / block_size))
@@ -253,8 +254,62 @@ def test_engine_rules_match_a_per_layer_loop(cfg, n_ctx, engine, n_seq, n_ubatch
     assert ideal.total_bytes <= one.total_bytes
     assert ideal.total_bytes <= everything.total_bytes
     # (llama.cpp's 256-cell padding and vLLM's "+ 1" block may exceed a tiny context)
-    if swa_full and engine != "vllm":  # --swa-full: every layer holds all n_ctx cells
+    if swa_full and engine == "ideal":
         assert one.total_bytes == everything.total_bytes
+    if swa_full and engine == "llama.cpp":  # --swa-full: every layer holds all pad(n_ctx) cells
+        padded = kc.kv_cache_bytes(cfg, pad(n_ctx, 256), engine="ideal", swa_full=True)
+        assert one.total_bytes == padded.total_bytes
+
+
+# --------------------------------------------------------------------------- llama.cpp's own view
+
+@pytest.mark.parametrize("name, local", [("Mistral-7B", 0), ("Qwen2.5-7B-Instruct", 0),
+                                         ("Phi-3.5-mini-instruct", 0), ("Gemma-3-27B", 52),
+                                         ("gpt-oss-20b", 12), ("Llama-3-8B-hybrid-3to1", 24)])
+def test_llamacpp_layer_windows(name, local):
+    """llama.cpp's loaders: llama (Mistral converts to it), qwen2 and phi3 run no window."""
+    cfg = load_config(name)
+    windows = kc.llamacpp_layer_windows(cfg)
+    assert sum(w is not None for w in windows) == local
+    if local:
+        assert windows == kc.layer_windows(cfg)
+    mistral = kc.kv_cache_bytes(load_config("Mistral-7B"), 32768)
+    assert mistral.sliding_layers.n_layers == 0 and mistral.global_layers.cells == 32768
+    # HF and vLLM do apply Mistral's window
+    assert kc.kv_cache_bytes(load_config("Mistral-7B"), 32768, engine="vllm").sliding_layers.n_layers == 32
+
+
+def test_llamacpp_pads_the_context_to_256():
+    cfg = load_config("Llama-3.1-8B")
+    for n_ctx, cells in [(1, 256), (1000, 1024), (4096, 4096), (35000, 35072)]:
+        assert kc.kv_cache_bytes(cfg, n_ctx).global_layers.cells == cells
+        assert kc.kv_cache_bytes(cfg, n_ctx, engine="ideal").global_layers.cells == n_ctx
+
+
+@pytest.mark.parametrize("kv_type, per_layer", [("f16", 2048 * 2), ("bf16", 4096), ("f32", 8192),
+                                                 ("q8_0", 2 * 1024 // 32 * 34),
+                                                 ("q4_0", 2 * 1024 // 32 * 18), ("fp8", 2048)])
+def test_kv_cell_bytes_is_ggml_row_size(kv_type, per_layer):
+    """Llama-3.1-8B: K and V rows of 8 x 128 = 1,024 values; q8_0 stores 32 values in 34 bytes."""
+    cfg = load_config("Llama-3.1-8B")
+    assert kc.kv_cell_bytes(cfg, kv_type) == per_layer
+    engine = "vllm" if kv_type == "fp8" else "llama.cpp"
+    assert kc.kv_cache_bytes(cfg, 4096, kv_type=kv_type, engine=engine).total_bytes == \
+        32 * 4096 * per_layer
+    # MLA: one row of kv_lora_rank + qk_rope_head_dim = 576 values
+    assert kc.kv_cell_bytes(load_config("DeepSeek-V3"), kv_type) == {
+        "f16": 1152, "bf16": 1152, "f32": 2304, "q8_0": 576 // 32 * 34, "q4_0": 576 // 32 * 18,
+        "fp8": 576}[kv_type]
+
+
+def test_kv_type_errors():
+    cfg = load_config("Llama-3.1-8B")
+    with pytest.raises(ValueError, match="kv_type 'q8_0' is not a cache type of engine 'vllm'"):
+        kc.kv_cache_bytes(cfg, 4096, engine="vllm", kv_type="q8_0")  # engine 'vllm' named
+    with pytest.raises(ValueError, match="kv_type or dtype_bytes, not both"):
+        kc.kv_cache_bytes(cfg, 4096, kv_type="f16", dtype_bytes=1)
+    with pytest.raises(ValueError, match="not a multiple of q8_0's block of 32"):
+        kc.kv_cell_bytes({"num_hidden_layers": 1, "num_key_value_heads": 1, "head_dim": 40}, "q8_0")
 
 
 # --------------------------------------------------------------------------- compute buffer (notebook 01)
@@ -681,6 +736,14 @@ BAD_INPUTS = [
                   extra_retained_tokens=ints(minimum=0), max_in_flight_tokens=ints(minimum=0),
                   **_LAYERS, **{"config.num_key_value_heads": ints(minimum=1, none_ok=True)
                                 | st.sampled_from([3, 8])})),
+    Case(kc.kv_cache_bytes, args=(_SWA, 4096), id="kv_cache_bytes[kv_type]",
+         kwargs=dict(engine="llama.cpp", kv_type="q8_0"),
+         bad=dict(kv_type=st.sampled_from(["q8", "F16", "fp16", "Q8_0", " f16", "", 2, True, ["f16"]]),
+                  engine=st.sampled_from(["vllm"]))),
+    Case(kc.kv_cell_bytes, args=(GQA8, "q8_0"),
+         bad=dict(kv_type=choices(list(kc.KV_TYPES)) | st.sampled_from(["q8", "Q8_0"]),
+                  **{"config.head_dim": ints(minimum=1) | st.sampled_from([40, 33])})),
+    Case(kc.llamacpp_layer_windows, args=(_SWA,), bad=dict(config=_CONFIG, **_LAYERS)),
     Case(kc.llamacpp_swa_cells, args=(32768, 128), kwargs=dict(n_seq=2, n_ubatch=300),
          bad=dict(n_ctx=ints(minimum=1), n_swa=ints(minimum=1), n_seq=ints(minimum=1),
                   n_ubatch=ints(minimum=1))),
