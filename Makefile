@@ -100,6 +100,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/attention_cpu.py
 	$(PY) benchmarks/rope_tables.py
 	$(PY) benchmarks/widget_steps.py
+	$(PY) benchmarks/gguf_inspect.py
 
 # Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md).
 bench-gpu: $(STAMP)

@@ -17,6 +17,8 @@ the contract of their public names (arguments, shapes, dtypes, units, errors):
   kvtask, tinylm, tinylm_results   notebook 10's task, its tiny model (torch) and the
                committed results (numpy only)
   configs      real models' config.json files, by name
+  weights, gguf_file, inspect_model, cli   a model's weights counted from its config, GGUF
+               files read and written, and the report of `python -m lessonlib inspect`
   runtime, requires   which packages this platform gets, and the %%requires cell magic
   plots, widgets, checks   the notebooks' figures, sliders and exercise checks, one module
                per topic each (importing plots or widgets loads matplotlib, widgets ipywidgets;

@@ -205,18 +205,20 @@ def test_names_argument_is_whole_words():
 # module's BAD_INPUTS list: a new function without bad-input tests fails here.
 COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles", "rope", "softmax",
            "streaming", "tinylm", "tinylm_results", "traffic", "triton_attention", "configs",
-           "runtime", "widgets.attention", "widgets.kv_cache", "widgets.long_context",
+           "runtime", "weights", "inspect_model", "gguf_file", "widgets.attention", "widgets.kv_cache", "widgets.long_context",
            "widgets.rope", "widgets.tinylm", "widgets.triton", "widgets.windows"]
 # Not listed: lessonlib.plots (draw functions that take an Axes and what the compute functions
 # above returned, already checked; students call them only through the widgets) and
 # lessonlib.checks (their arguments are students' answers: test_checks.py feeds every check a
-# zoo of wrong forms and asserts a verdict, never an exception).
+# zoo of wrong forms and asserts a verdict, never an exception) and lessonlib.cli (its bad input
+# is a line on stderr and exit status 2, not a ValueError: test_cli.py's tables check each).
 # The test modules holding the cases (a module of tests needing torch or triton is skipped
 # where they are absent by design, and so are the functions it covers).
 CASE_MODULES = ["test_attention", "test_engines", "test_kernel_plan", "test_kv_cache", "test_kvtask",
                 "test_needles", "test_rope", "test_softmax", "test_streaming", "test_tinylm",
                 "test_tinylm_results", "test_traffic", "test_triton_attention", "test_configs",
-                "test_runtime", "test_widgets_attention", "test_widgets_kv_cache",
+                "test_runtime", "test_weights", "test_inspect_model", "test_gguf_file",
+                "test_widgets_attention", "test_widgets_kv_cache",
                 "test_widgets_long_context", "test_widgets_rope", "test_widgets_tinylm",
                 "test_widgets_triton", "test_widgets_windows"]
 NEEDS = {"tinylm": "torch", "triton_attention": "triton", "test_tinylm": "torch",

@@ -135,3 +135,116 @@ def test_the_figure_fits_a_laptop_and_the_steps_keep_the_axes(w):
     w.controls["kv_heads"].value = 1
     w.controls["n"].value = LENGTHS[-1]
     assert [(ax.get_xlim(), ax.get_ylim()) for ax in w.axes] == limits  # blitted steps only
+
+
+# ------------------------------------------------------------------ your own model
+import datetime  # noqa: E402
+import json  # noqa: E402
+
+from lessonlib import inspect_model as im  # noqa: E402
+from lessonlib import weights as wt  # noqa: E402
+
+
+@pytest.fixture
+def budget():
+    return kvw.model_budget_explorer()
+
+
+def test_budget_readout_and_curves_are_the_reports():
+    budget = kvw.model_budget_explorer("Qwen2.5-7B-Instruct")
+    qwen = load_config("Qwen2.5-7B-Instruct")
+    w_bytes = wt.weight_bytes(qwen).bytes
+    rep = im.report(qwen, [32768], kv_types=["f16"], gpu_memory=24 * GIB, weights_bytes=w_bytes)
+    assert budget.data["report"]["caches"] == rep["caches"]
+    assert budget.data["report"]["budget"]["engines"] == rep["budget"]["engines"]
+    for engine, label in kvw._ENGINE_LABELS.items():
+        expected = [kv_cache_bytes(qwen, x, engine=engine).total_bytes / GIB
+                    for x in kvw.BUDGET_LENGTHS]
+        np.testing.assert_allclose(budget.artists["sizes"]["lines"][label].get_ydata(), expected)
+    room = budget.artists["sizes"]["hlines"][kvw._ROOM].get_ydata()[0]
+    assert room == pytest.approx((24 * GIB - w_bytes) / GIB)
+    vllm = rep["budget"]["engines"][1]
+    assert f"{vllm['sequences']['32768']:>14,}  {vllm['max_tokens']:>11,} tokens" in budget.readout
+    assert all(len(line) <= kvw.READOUT_WIDTH for line in budget.readout.splitlines())
+
+
+def test_budget_types_gpus_and_n_move_lines_not_axes():
+    budget = kvw.model_budget_explorer("Qwen2.5-7B-Instruct")
+    limits = budget.axes[0].get_ylim()
+    budget.controls["kv_type"].value = "fp8"  # llama.cpp has no fp8 cache: its curve is a gap
+    assert np.isnan(budget.artists["sizes"]["lines"]["llama.cpp"].get_ydata()).all()
+    assert [r["engine"] for r in budget.data["report"]["caches"]] == ["vllm", "ideal"]
+    budget.controls["kv_type"].value = "q8_0"
+    assert np.isnan(budget.artists["sizes"]["lines"]["vLLM (blocks of 16)"].get_ydata()).all()
+    for gpu in (kvw.GPU_GIB[0], kvw.GPU_GIB[-1]):
+        budget.controls["gpu_gib"].value = gpu
+    budget.controls["n"].value = kvw.BUDGET_LENGTHS[-1]
+    assert budget.axes[0].get_ylim() == limits
+    budget.controls["gpu_gib"].value = 8  # 8 GiB < Qwen's 14 GiB of weights: no room line
+    assert np.isnan(budget.artists["sizes"]["hlines"][kvw._ROOM].get_ydata()).all()
+    assert all(e["sequences"][str(kvw.BUDGET_LENGTHS[-1])] == 0
+               for e in budget.data["report"]["budget"]["engines"])
+
+
+def test_budget_pasted_and_uploaded_configs(budget):
+    assert budget.controls["pasted"].disabled and budget.controls["upload"].disabled
+    assert budget.controls["pasted"].layout.display == "none"  # shown for your own config only
+    budget.controls["model"].value = kvw.YOUR_CONFIG
+    assert not budget.controls["pasted"].disabled and budget.controls["pasted"].layout.display is None
+    assert budget.readout.startswith("cannot read it: config.json is empty")
+    assert np.isnan(budget.artists["sizes"]["lines"]["llama.cpp"].get_ydata()).all()
+    budget.controls["pasted"].value = '{"num_hidden_layers": 32,\n "x": }'
+    assert "not valid JSON (line 2, column 7" in budget.readout
+    budget.controls["pasted"].value = json.dumps(load_config("gpt-oss-20b"))
+    assert budget.readout.startswith("config.json (24 layers, 8 KV heads of 64): weights 12.82 GiB")
+    assert budget.data["report"]["layers"]["window"] == 128
+    cfg = load_config("Mistral-7B")
+    budget.controls["upload"].value = ({"name": "mistral.json", "type": "application/json",
+                                        "size": 1, "content": memoryview(json.dumps(cfg).encode()),
+                                        "last_modified": datetime.datetime.now(datetime.timezone.utc)},)
+    assert budget.readout.startswith("mistral.json (32 layers")  # the upload wins over the paste
+    assert "llama.cpp runs every layer of a mistral model global" in " ".join(
+        budget.readout.split())
+    cfg["model_type"] = "mixtral_like"
+    budget.controls["pasted"].value = json.dumps(cfg)
+    budget.controls["upload"].value = ()
+    assert "weights not counted" in budget.readout and "any length" in budget.readout
+    cfg["num_key_value_heads"] = 3
+    budget.controls["pasted"].value = json.dumps(cfg)
+    assert budget.readout.startswith("cannot read it:") and "num_key_value_heads" in budget.readout
+
+
+def test_budget_legend_under_the_axes_and_fit(budget):
+    width, height = budget.fig.get_size_inches() * budget.fig.dpi
+    assert width <= 930 and budget.smallest_text_px() >= 8 * budget.fig.dpi / 72 - 1e-9
+    legend = budget.axes[0].get_legend()
+    sizes = budget.artists["sizes"]
+    for model in ("DeepSeek-V3", "Gemma-3-27B", "Llama-3.2-1B"):
+        budget.controls["model"].value = model
+        for n in (kvw.BUDGET_LENGTHS[0], kvw.BUDGET_LENGTHS[-1]):
+            budget.controls["n"].value = n
+            budget.fig.canvas.draw()
+            artists = [*sizes["lines"].values(), *sizes["markers"].values(), sizes["cursor"],
+                       *sizes["hlines"].values()]
+            assert plots.legend_clear_of_data(legend, artists), (model, n)
+            tight = budget.axes[0].get_tightbbox(budget.fig.canvas.get_renderer())
+            assert tight.x0 >= 0 and tight.x1 <= width and tight.y0 >= 0 and tight.y1 <= height
+
+
+def test_config_from_text():
+    assert kvw.config_from_text('{"a": 1}') == {"a": 1}
+    with pytest.raises(ValueError, match="my.json must hold one JSON object, got a list"):
+        kvw.config_from_text("[1]", "my.json")
+    with pytest.raises(ValueError, match="is empty"):
+        kvw.config_from_text("  \n")
+
+
+BAD_INPUTS += [
+    Case(kvw.model_budget_explorer, kwargs=dict(n=4096, gpu_gib=24, kv_type="q8_0"),
+         bad=dict(model=_CONFIGS | st.just("tiny-gemma3-swa"), n=ints(minimum=1) | st.just(5000),
+                  gpu_gib=ints(minimum=1) | st.just(25), kv_type=st.sampled_from(["q8", "F16", 2]),
+                  lengths=st.sampled_from([(), (4096.0,), None]))),
+    Case(kvw.config_from_text, args=('{"a": 1}',),
+         bad=dict(text=st.sampled_from([None, 3, b"{}", ["{}"]]))),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

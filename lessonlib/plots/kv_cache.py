@@ -13,10 +13,11 @@ from matplotlib.patches import PathPatch
 from matplotlib.path import Path
 from matplotlib.transforms import ScaledTranslation
 
-from ._common import draw_log_curves, token_label, update_log_curves
+from ._common import draw_log_curves, fit_log_ylim, legend_under, token_label, update_log_curves
 from ._style import PALETTE, STYLES
 
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
+           "draw_budget", "update_budget", "fit_log_ylim",
            "draw_head_map", "update_head_map", "pin_legend", "medium_titles",
            "legend_clear_of_data", "outside_ticks", "place_ticks", "first_middle_last",
            "boxes_path", "cells_filled", "head_map_centres"]
@@ -158,6 +159,29 @@ def update_size_curves(ax, artists, curves, *, marker_n, hlines=None):
     the y range fits every curve and reference level again, with the ``ylim_pad`` drawn."""
     return update_log_curves(ax, artists, curves, marker_x=marker_n, hlines=hlines,
                              margin=artists.get("ylim_pad", (2.5, 2.5)))
+
+
+def draw_budget(ax, lengths, curves, *, marker_n, room, title):
+    """One sequence's KV cache against n by each engine (``curves``: label -> GiB per length)
+    and the room the weights leave on the GPU (``room``: label -> GiB, drawn as dashed and
+    dash-dotted grey levels), the key in three columns under the axes, off the data. The y
+    limits are the caller's (``fit_log_ylim`` over every setting: they stay put)."""
+    artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=STYLES,
+                              xlabel="context length n (tokens)",
+                              ylabel="KV cache of one sequence (GiB, log)", hlines=room,
+                              cursor="full")
+    for line, style in zip(artists["hlines"].values(), ("--", "-.")):
+        line.set_linestyle(style)
+    ax.set_xlim(min(lengths), max(lengths))  # the curves start as gaps: no data to fit x to
+    ax.set_title(title)
+    legend_under(ax, list(artists["lines"].values()) + list(artists["hlines"].values()), ncol=3)
+    return artists
+
+
+def update_budget(ax, artists, curves, *, marker_n, room):
+    """New curves (NaN where an engine has not the cache type), room levels (NaN when the
+    weights leave none) and the cursor at ``marker_n``; the y limits stay."""
+    return update_log_curves(ax, artists, curves, marker_x=marker_n, hlines=room, gaps=True)
 
 
 # ------------------------------------------------------------------ the GQA head map

@@ -177,8 +177,9 @@ class Explorer:
     """
 
     def __init__(self, controls, fig, redraw, *, axes=(), artists=None, blit=True,
-                 disabled_when=None):
+                 disabled_when=None, wrap=False):
         self.controls = dict(controls)
+        self._wrap = check.flag("wrap", wrap)  # controls wrap onto more rows when narrow
         self.fig = fig
         self.axes = tuple(axes)
         self.artists = dict(artists or {})
@@ -333,7 +334,10 @@ class Explorer:
     def ui(self):
         canvas = self.fig.canvas
         figure = canvas if isinstance(canvas, widgets.DOMWidget) else widgets.Output()
-        box = widgets.VBox([widgets.HBox(list(self.controls.values())), figure, self._readout,
+        row = widgets.HBox(list(self.controls.values()))
+        if self._wrap:
+            row.layout = widgets.Layout(flex_flow="row wrap")
+        box = widgets.VBox([row, figure, self._readout,
                             PageHelper(info=self._figure_info(),
                                        canvas=canvas.model_id if figure is canvas else "")])
         box.add_class(EXPLORER_CLASS)

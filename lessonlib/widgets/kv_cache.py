@@ -12,7 +12,8 @@ from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, mo
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
-__all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text"]
+__all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text",
+           "model_budget_explorer", "config_from_text"]
 
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(10, 18))  # 1K .. 128K tokens
 
@@ -158,3 +159,207 @@ def _readout(name, shape, n, kv_heads, dtype_bytes, st, labels, mla_name):
         f"{mla_name} MLA {fixed[labels['mla']]:.2f} GiB)",
         f"query head h reads KV head h // {group}: {head_map_text(st['head_map'])}",
     ])
+
+
+# ------------------------------------------------------------------ your own model (notebook 05)
+
+YOUR_CONFIG = "your config.json (paste or upload)"
+BUDGET_FIGSIZE = (9.2, 3.4)  # inches: lower than FIGSIZE, room for two rows of controls
+BUDGET_LENGTHS = tuple(2 ** k for k in range(10, 21))  # 1K .. 1M tokens
+GPU_GIB = (8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192)  # common cards' memory, GiB
+BUDGET_KV_TYPES = ("f16", "q8_0", "fp8")
+_ENGINE_LABELS = {"llama.cpp": "llama.cpp", "vllm": "vLLM (blocks of 16)", "ideal": "exact tokens"}
+_ROOM = "GPU memory - weights"
+_ROOM_VLLM = "vLLM: 0.9 x GPU - weights"
+
+
+def config_from_text(text, name="config.json"):
+    """A config.json dict from pasted or uploaded text: one JSON object, or a ValueError naming
+    ``name`` and the line and column where the JSON breaks."""
+    import json
+    text = check.text("text", text)
+    if not text.strip():
+        raise ValueError(f"{name} is empty: paste a config.json or upload one")
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{name}: not valid JSON (line {err.lineno}, column {err.colno}: "
+                         f"{err.msg})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{name} must hold one JSON object, got a {type(cfg).__name__}")
+    return cfg
+
+
+def _uploaded(value):
+    """(name, text) of the last file a FileUpload holds, or None."""
+    files = list(value or ())
+    if not files:
+        return None
+    f = files[-1]
+    return f.get("name", "config.json"), bytes(f["content"]).decode("utf-8", "replace")
+
+
+def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type="f16",
+                          lengths=BUDGET_LENGTHS):
+    """A shipped model, or a pasted or uploaded config.json, against a GPU's memory.
+
+    The figure: the KV cache of one sequence against context n by llama.cpp's, vLLM's and the
+    exact rule (``kv_cache_bytes``, log-log), and the room the weights leave on the GPU
+    (``weights.weight_bytes``; vLLM's 0.9 share too). The readout is ``inspect_model``'s: each
+    engine's cache at n, the longest sequence and how many of n tokens fit, the limits the
+    file derives and its warnings. A config that cannot be read names what is wrong there.
+    """
+    from .. import inspect_model as im
+    from ..configs import config_names
+    names = [c for c in config_names() if not c.startswith("tiny-")]
+    if model not in names:
+        raise ValueError(f"model must be one of {names}, got {model!r}")
+    lengths = int_list("lengths", lengths)
+    n = option("n", n, lengths)
+    gpu_gib = option("gpu_gib", gpu_gib, GPU_GIB)
+    kv_type = check.choice("kv_type", kv_type, BUDGET_KV_TYPES)
+    controls = {
+        "model": widgets.Dropdown(options=names + [YOUR_CONFIG], value=model,
+                                  description="model", layout=widgets.Layout(width="380px"),
+                                  style={"description_width": "50px"}),
+        "upload": widgets.FileUpload(accept=".json", multiple=False,
+                                     description="upload config.json",
+                                     layout=widgets.Layout(width="190px")),
+        "kv_type": widgets.ToggleButtons(options=list(BUDGET_KV_TYPES), value=kv_type,
+                                         description="KV cache",
+                                         style={"button_width": "60px"}),
+        "pasted": widgets.Textarea(value="", placeholder="paste a config.json here",
+                                   description="config.json", continuous_update=False,
+                                   layout=widgets.Layout(width="600px", height="60px"),
+                                   style={"description_width": "80px"}),
+        "n": widgets.SelectionSlider(options=[(plots.token_label(x), x) for x in lengths],
+                                     value=n, description="context n (tokens)",
+                                     **slider_layout("330px")),
+        "gpu_gib": widgets.SelectionSlider(options=list(GPU_GIB), value=gpu_gib,
+                                           description="GPU memory (GiB)",
+                                           **slider_layout("330px")),
+    }
+    fig, ax = new_figure(figsize=BUDGET_FIGSIZE)
+    empty = [float("nan")] * len(lengths)
+    labels = list(_ENGINE_LABELS.values())
+    artists = {"sizes": plots.draw_budget(
+        ax, lengths, {label: empty for label in labels}, marker_n=n,
+        room={_ROOM: 1.0, _ROOM_VLLM: 0.9},
+        title="one sequence's KV cache against n, and the room the weights leave")}
+    ax.set_ylim(1e-3, 1e3)
+    plots.medium_titles(ax)
+    freeze_layout(fig)
+    plots.medium_titles(ax)
+    cache = {}
+
+    def read(model, pasted, upload):
+        if model != YOUR_CONFIG:
+            return model, config_dict(model)
+        up = _uploaded(upload)
+        name, text = up if up is not None else ("config.json", pasted)
+        return name, config_from_text(text, name)
+
+    def limits(key, cfg, weights_bytes):
+        """Y limits for this model: every cache type's curves and every GPU's room, so moving n,
+        the GPU or the cache type moves lines, never the axes (only a new model re-fits)."""
+        if limits.key == key:
+            return
+        limits.key = key
+        every = [y for t in BUDGET_KV_TYPES for y in curves_for(key, cfg, t).values()]
+        rooms = [(g * GIB * f - weights_bytes) / GIB for g in GPU_GIB for f in (1.0, 0.9)]
+        plots.fit_log_ylim(ax, every, extra=[r for r in rooms if r > 0], margin=(2.0, 2.0))
+
+    limits.key = None
+
+    def curves_for(key, cfg, kv_type):
+        if (key, kv_type) not in cache:
+            out = {}
+            for engine, label in _ENGINE_LABELS.items():
+                if engine in im.kc.KV_TYPES[kv_type].engines:
+                    out[label] = [kv_cache_bytes(cfg, x, engine=engine, kv_type=kv_type)
+                                  .total_bytes / GIB for x in lengths]
+                else:
+                    out[label] = empty
+            cache[(key, kv_type)] = out
+        return cache[(key, kv_type)]
+
+    def redraw(model, pasted, upload, n, gpu_gib, kv_type):
+        try:
+            name, cfg = read(model, pasted, upload)
+            key = name if model != YOUR_CONFIG else (name, pasted, id(upload))
+            sizes = curves_for(key, cfg, kv_type)
+            weights = _weights(cfg)
+            gpu = gpu_gib * GIB
+            rep = im.report(cfg, [n], kv_types=[kv_type], gpu_memory=gpu,
+                            weights_bytes=weights[0] if weights[0] is not None else 0,
+                            weights_source=weights[1], source={"name": name})
+        except ValueError as err:
+            plots.update_budget(ax, artists["sizes"], {k: empty for k in labels}, marker_n=n,
+                                room={_ROOM: float("nan"), _ROOM_VLLM: float("nan")})
+            return f"cannot read it: {err}", {"error": str(err)}
+        room = gpu - (weights[0] or 0)
+        levels = {_ROOM: room / GIB if room > 0 else float("nan"),
+                  _ROOM_VLLM: (0.9 * gpu - (weights[0] or 0)) / GIB
+                  if 0.9 * gpu > (weights[0] or 0) else float("nan")}
+        limits(key, cfg, weights[0] or 0)
+        plots.update_budget(ax, artists["sizes"], sizes, marker_n=n, room=levels)
+        return _budget_readout(name, rep, n, weights), {"report": rep, "sizes_gib": sizes,
+                                                         "room_gib": levels}
+
+    own = ("pasted", "upload")
+
+    def show_own(change=None):  # the paste box and the upload button only for your own config
+        for name in own:
+            controls[name].layout.display = None if controls["model"].value == YOUR_CONFIG \
+                else "none"
+
+    show_own()
+    controls["model"].observe(show_own, names="value")
+    return Explorer(controls, fig, redraw, axes=(ax,), artists=artists, wrap=True,
+                    disabled_when={name: (lambda v: v["model"] != YOUR_CONFIG) for name in own})
+
+
+def _weights(cfg):
+    """(bytes, where from) of the weights, or (None, why not) when the config's model type is
+    one lessonlib.weights does not count."""
+    from .. import weights
+    try:
+        w = weights.weight_bytes(cfg)
+    except ValueError as err:
+        return None, f"not counted ({err}); the room lines leave them out"
+    return w.bytes, f"{w.params / 1e9:.2f}B parameters, as published"
+
+
+READOUT_WIDTH = 88  # columns: the readout's monospace lines fit the output area unwrapped
+
+
+def _budget_readout(name, rep, n, weights):
+    import textwrap
+    from ..inspect_model import _fmt_bytes
+    s, b = rep["shape"], rep["budget"]
+    lines = [f"{name} ({s['layers']} layers, {s['kv_heads']} KV heads of {s['head_dim']}): "
+             + (f"weights {_fmt_bytes(weights[0])}" if weights[0] is not None
+                else "weights not counted") + f", GPU {_fmt_bytes(b['gpu_memory'])}",
+             f"{'at n = ' + format(n, ','):<18}{'cache':>11}  {'sequences of n':>14}  "
+             f"{'longest sequence':>18}"]
+    by_engine = {e["engine"]: e for e in b["engines"]}
+    for row in rep["caches"]:
+        if row["swa_full"]:
+            continue
+        e = by_engine[row["engine"]]
+        label = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "ideal": "exact tokens"}[row["engine"]]
+        lines.append(f"  {label:<16}{_fmt_bytes(row['bytes']):>11}  "
+                     f"{e['sequences'][str(n)]:>14,}  " + (f"{e['max_tokens']:>11,} tokens"
+                                                           if e["max_tokens"] is not None
+                                                           else f"{'any length':>18}"))
+    lim = rep["limits"]
+    show = lambda v: "-" if v is None else f"{v:,}"
+    lines.append(f"longest context: HF {show(lim['hf_max_position_embeddings'])}, vLLM "
+                 f"{show(lim['vllm_max_model_len'])}, llama.cpp "
+                 f"{show(lim['llamacpp_n_ctx_train'])}")
+    if weights[0] is None:
+        lines += textwrap.wrap(f"weights: {weights[1]}", READOUT_WIDTH, subsequent_indent="  ")
+    for x in rep["notes"] + rep["warnings"]:
+        lines += textwrap.wrap(f"note: {x}", READOUT_WIDTH, subsequent_indent="  ",
+                               break_long_words=False)
+    return "\n".join(lines)

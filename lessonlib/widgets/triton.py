@@ -19,16 +19,6 @@ from ._base import (Explorer, checkbox, freeze_layout, int_list, new_figure, opt
 __all__ = ["tile_map_explorer", "tile_counts"]
 
 
-class _WrappingExplorer(Explorer):
-    """An Explorer whose controls wrap onto a second row when the notebook is narrow."""
-
-    @property
-    def ui(self):
-        box = super().ui
-        box.children[0].layout = widgets.Layout(flex_flow="row wrap")
-        return box
-
-
 def _options(causal, window, sinks, block):
     return dict(causal=bool(causal), window=window or None, sink_tokens=sinks, block_m=block,
                 block_n=block)
@@ -220,6 +210,6 @@ def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,
                                  lengths=d["lengths"])
         return _readout(n, causal, window, sinks, block, d), d
 
-    return _WrappingExplorer(controls, fig, redraw, axes=(ax_map, ax_work), artists=artists,
-                             disabled_when={"sinks": lambda v: not v["window"]})
+    return Explorer(controls, fig, redraw, axes=(ax_map, ax_work), artists=artists,
+                    disabled_when={"sinks": lambda v: not v["window"]}, wrap=True)
 

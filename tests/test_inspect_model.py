@@ -1,0 +1,218 @@
+"""lessonlib.inspect_model: every number of the report is the library's own, by each engine's rule."""
+import json
+import math
+
+import pytest
+from hypothesis import strategies as st
+
+from lessonlib import inspect_model as im
+from lessonlib import kv_cache as kc
+from lessonlib import rope
+from lessonlib.configs import config_names, load_config
+
+from _bad import Case, DELETE, bad_input_tests, choices, ints
+
+FULL = [n for n in config_names() if not n.startswith("tiny-")]  # the tiny ones record only what their logs show
+GIB = 2**30
+
+
+def _pad(x, to):
+    return -(-x // to) * to
+
+
+@pytest.mark.parametrize("name", FULL)
+def test_every_cache_row_is_kv_cache_bytes(name):
+    cfg = load_config(name)
+    rep = im.report(cfg, [1000, 4096, 70001], kv_types=["f16", "q8_0", "fp8"], n_seq=2)
+    json.dumps(rep)  # JSON-able throughout
+    seen = set()
+    for row in rep["caches"]:
+        n_ctx = row["context"] * row["n_seq"] if row["engine"] == "llama.cpp" else row["context"]
+        size = kc.kv_cache_bytes(cfg, n_ctx, engine=row["engine"], n_seq=2, kv_type=row["kv_type"],
+                                 swa_full=row["swa_full"])
+        assert row["bytes"] == size.total_bytes
+        seen.add((row["engine"], row["kv_type"]))
+    # q8_0 is llama.cpp's only, fp8 vLLM's only; f16 in all three
+    assert ("vllm", "q8_0") not in seen and ("llama.cpp", "fp8") not in seen
+    assert {("llama.cpp", "f16"), ("vllm", "f16"), ("ideal", "f16"), ("llama.cpp", "q8_0"),
+            ("vllm", "fp8")} <= seen
+
+
+def test_exact_counts_by_hand():
+    """gpt-oss-20b: 12 global + 12 sliding layers (W 128), 8 KV heads x 64 dims, f16."""
+    rep = im.report(load_config("gpt-oss-20b"), [32768], kv_types=["f16"])
+    cell = 2 * 8 * 64 * 2
+    by = {r["label"]: r for r in rep["caches"]}
+    assert by["exact"]["bytes"] == 12 * 32768 * cell + 12 * 128 * cell
+    assert by["llama.cpp"]["sliding_cells"] == _pad(128 + 512, 256) == 768
+    assert by["llama.cpp"]["bytes"] == 12 * 32768 * cell + 12 * 768 * cell
+    assert by["llama.cpp --swa-full"]["bytes"] == 24 * 32768 * cell
+    assert by["vLLM"]["sliding_cells"] == (math.ceil(127 / 16) + 1) * 16 == 144
+    assert rep["layers"]["sliding"] == list(range(0, 24, 2)) and rep["layers"]["sinks"] is True
+    assert rep["layers"]["pattern"] == "1 of every 2 layers"
+    assert rep["kv_bytes_per_token"]["f16"] == {"per_layer": cell, "all_layers": 24 * cell}
+
+
+def test_llama_cpp_runs_mistral_without_its_window_and_pads_the_context():
+    rep = im.report(load_config("Mistral-7B"), [32768, 1000], kv_types=["f16"])
+    by = {(r["context"], r["label"]): r for r in rep["caches"]}
+    assert (32768, "llama.cpp --swa-full") not in by  # no sliding layers to give them to
+    assert by[(32768, "llama.cpp")]["sliding_cells"] is None
+    assert by[(32768, "llama.cpp")]["global_cells"] == 32768
+    assert by[(32768, "vLLM")]["sliding_cells"] == (math.ceil(4095 / 16) + 1) * 16
+    assert by[(1000, "llama.cpp")]["global_cells"] == 1024  # -c 1000 becomes 1,024 cells
+    assert any("llama.cpp runs every layer of a mistral model global" in n for n in rep["notes"])
+
+
+def test_q8_0_is_34_bytes_per_32_values():
+    # Llama-3.1-8B at 4,096: llama.cpp reports K (q8_0) 136.00 MiB and V (q8_0) 136.00 MiB
+    rep = im.report(load_config("Llama-3.1-8B"), [4096], kv_types=["q8_0"], engines=["llama.cpp"])
+    assert rep["caches"][0]["bytes"] == 2 * 32 * 4096 * (8 * 128 // 32 * 34) == 272 * 2**20
+
+
+def test_shape_and_rope_words():
+    rep = im.report(load_config("DeepSeek-V3"), [4096])
+    assert rep["shape"]["attention"] == "MLA" and rep["shape"]["mla"]["kv_lora_rank"] == 512
+    assert rep["kv_bytes_per_token"]["f16"]["per_layer"] == (512 + 64) * 2
+    words = " ".join(rep["rope"][0]["words"])
+    assert "YaRN, factor 40" in words and "L0 = 4,096" in words
+    m = 0.1 * math.log(40) + 1
+    assert f"{m * m:.4f}" in words  # DeepSeek's softmax scale
+    llama = im.report(load_config("Llama-3.1-8B"), [4096])["rope"][0]
+    labels = [str(x) for x in rope.llama3_regimes(load_config("Llama-3.1-8B"))]
+    assert (f"{labels.count('high')} pairs with wavelength under L0 / 4 = 2,048"
+            in " ".join(llama["words"]))
+    gemma = im.report(load_config("Gemma-3-27B"), [4096])["rope"]
+    assert [(g["layer_type"], g["rope_type"], g["base"]) for g in gemma] == [
+        ("full_attention", "linear", 1_000_000.0), ("sliding_attention", "default", 10_000.0)]
+
+
+def test_limits_and_warnings():
+    qwen = load_config("Qwen2.5-7B-Instruct")
+    rep = im.report(qwen, [262144])
+    assert rep["limits"] == {"hf_max_position_embeddings": 32768, "vllm_max_model_len": 131072,
+                             "llamacpp_n_ctx_train": 32768}
+    text = " ".join(rep["warnings"])
+    assert "switched off by use_sliding_window: false" in text
+    assert "context 262,144 is past every limit" in text
+    del qwen["rope_scaling"]
+    bare = im.report(qwen, [4096])
+    assert any("document adding rope_scaling" in w for w in bare["warnings"])
+    assert bare["limits"]["vllm_max_model_len"] == 32768
+    yarn = dict(load_config("gpt-oss-20b"))
+    yarn["rope_scaling"] = {k: v for k, v in yarn["rope_scaling"].items()
+                            if k != "original_max_position_embeddings"}
+    assert any("no original_max_position_embeddings" in w for w in im.report(yarn, [4096])["warnings"])
+    assert im.report(load_config("Llama-3.1-8B"), [4096])["warnings"] == []
+
+
+def _need(cfg, engine, n, k, kv_type="f16"):
+    if engine == "vllm":
+        return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type).total_bytes
+    if engine == "ideal":
+        return kc.kv_cache_bytes(cfg, n, engine="ideal", n_seq=k, kv_type=kv_type).total_bytes
+    return (kc.kv_cache_bytes(cfg, n * k, n_seq=k, kv_type=kv_type).total_bytes
+            + kc.llamacpp_compute_buffer(cfg, n * k, 512, flash_attn=True).estimate_bytes)
+
+
+@pytest.mark.parametrize("name", ["Llama-3.1-8B", "gpt-oss-20b", "Gemma-3-27B"])
+def test_budget_is_the_largest_that_fits(name):
+    cfg, gpu, weights = load_config(name), 24 * GIB, 15 * GIB
+    rep = im.report(cfg, [4096, 32768], gpu_memory=gpu, weights_bytes=weights,
+                    weights_source="test")
+    for row in rep["budget"]["engines"]:
+        e = row["engine"]
+        usable = (int(gpu * 0.9) if e == "vllm" else gpu) - weights
+        assert row["usable_bytes"] == usable
+        t = row["max_tokens"]
+        assert _need(cfg, e, t, 1) <= usable < _need(cfg, e, t + 1, 1)
+        for c, k in row["sequences"].items():
+            c = int(c)
+            assert k >= 1 and _need(cfg, e, c, k) <= usable < _need(cfg, e, c, k + 1)
+
+
+def test_budget_when_every_layer_slides():
+    """Mistral-7B in vLLM: every layer keeps 257 blocks at most, so any length fits."""
+    rep = im.report(load_config("Mistral-7B"), [32768, 1 << 20], engines=["vllm", "llama.cpp"],
+                    gpu_memory=24 * GIB, weights_bytes=15 * GIB, weights_source="test")
+    by = {r["engine"]: r for r in rep["budget"]["engines"]}
+    assert by["vllm"]["max_tokens"] is None and by["llama.cpp"]["max_tokens"] > 0  # no SWA there
+    usable = by["vllm"]["usable_bytes"]
+    one = kc.kv_cache_bytes(load_config("Mistral-7B"), 1 << 20, engine="vllm").total_bytes
+    assert by["vllm"]["sequences"][str(1 << 20)] == usable // one
+    assert "any length" in im.format_report(rep)
+
+
+def test_budget_when_the_weights_do_not_fit():
+    rep = im.report(load_config("Llama-3.1-8B"), [4096], gpu_memory=8 * GIB,
+                    weights_bytes=16 * GIB, weights_source="test")
+    assert rep["budget"]["fits"] is False
+    assert all(r["max_tokens"] == 0 and r["sequences"] == {"4096": 0}
+               for r in rep["budget"]["engines"])
+    assert "do not fit" in im.format_report(rep)
+
+
+def test_format_report_shows_every_row_and_rule():
+    rep = im.report(load_config("Gemma-3-27B"), [4096, 131072], kv_types=["f16", "q8_0"])
+    text = im.format_report(rep)
+    flat = " ".join(text.split())
+    for row in rep["caches"]:
+        assert row["label"] in text
+    assert "pad(min(c, W x seqs + ub), 256)" in flat and "cdiv(min(W - 1, n), 16) + 1" in flat
+    assert "window 1,024 on 52 of 62 layers (5 of every 6 layers)" in flat
+    assert "global: 5, 11, 17" in flat
+    assert max(len(line) for line in text.splitlines()[:25]) < 200
+
+
+@pytest.mark.parametrize("text, value", [("24GiB", 24 * GIB), ("80GB", 80 * 10**9), ("24G", 24 * GIB),
+                                         ("1.5 TiB", int(1.5 * 2**40)), ("512MiB", 2**29)])
+def test_parse_size(text, value):
+    assert im.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["24", "24 parsecs", "-3GiB", "", "GiB", "0.1B"])
+def test_parse_size_refuses(text):
+    with pytest.raises(ValueError, match="gpu_memory"):
+        im.parse_size(text)
+
+
+@pytest.mark.parametrize("text, value", [("32768", 32768), ("32K", 32768), ("128k", 131072),
+                                         ("1M", 2**20), (4096, 4096)])
+def test_parse_context(text, value):
+    assert im.parse_context(text) == value
+
+
+@pytest.mark.parametrize("text", ["32.5K", "lots", "-1", "0", True, 2.0, "1e5"])
+def test_parse_context_refuses(text):
+    with pytest.raises(ValueError, match="context"):
+        im.parse_context(text)
+
+
+def test_a_type_no_engine_asked_has_is_named():
+    with pytest.raises(ValueError, match="kv_types: 'fp8'.*vllm"):
+        im.report(load_config("Llama-3.1-8B"), [4096], engines=["llama.cpp"], kv_types=["fp8"])
+
+
+_CFG = load_config("gpt-oss-20b")
+BAD_INPUTS = [
+    Case(im.report, args=(_CFG, [4096]),
+         kwargs=dict(engines=["llama.cpp", "vllm"], kv_types=["f16"], n_seq=1,
+                     gpu_memory=24 * GIB, weights_bytes=13 * GIB),
+         bad=dict(config=st.sampled_from([None, "gpt-oss-20b", [1], 3]),
+                  contexts=st.sampled_from([4096, "4096", [], [0], [True], [2.5], None]),
+                  engines=st.sampled_from([["sglang"], "vllm", [], ["VLLM"]]),
+                  kv_types=st.sampled_from([["q8"], "f16", [], ["F16"]]),
+                  n_seq=ints(minimum=1), gpu_memory=ints(minimum=1, none_ok=True),
+                  weights_bytes=ints(minimum=0),
+                  **{"config.num_hidden_layers": ints(minimum=1) | st.just(DELETE)}),
+         names={"contexts": "contexts", "engines": "engines", "kv_types": "kv_types"}),
+    Case(im.parse_size, args=("24GiB",),
+         bad=dict(text=st.sampled_from(["24", "x", "", "-1GiB", None, True, 3.5, "1e3GB"])),
+         names={"text": "gpu_memory"}),
+    Case(im.parse_context, args=("32K",),
+         bad=dict(text=st.sampled_from(["32.5K", "x", "", "-4", None, True, 3.5, 0, "0"])),
+         names={"text": "context"}),
+    Case(im.format_report, args=(im.report(_CFG, [4096]),),
+         bad=dict(rep=st.sampled_from([None, {}, [1], "report"])), names={"rep": "rep"}),
+]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
