@@ -63,6 +63,7 @@ def _parser():
 
 
 def _read_json(path):
+    from .configs import config_from_text
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -71,14 +72,9 @@ def _read_json(path):
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not a UTF-8 text file (a config.json is JSON text)") from None
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UsageError(f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: "
-                         f"{err.msg})") from None
-    if not isinstance(config, dict):
-        raise UsageError(f"{path}: a config.json holds one JSON object, this holds a "
-                         f"{type(config).__name__}")
-    return config
+        return config_from_text(text, path)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _is_gguf(path):

@@ -55,7 +55,7 @@ from . import kv_cache as kc
 from . import rope
 from .configs import config_dict
 
-__all__ = ["read_gguf", "write_gguf", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
+__all__ = ["read_gguf", "write_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
 
 # GGUF architecture -> HF model_type of the config built from it
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "gemma3": "gemma3_text", "gpt-oss": "gpt_oss",
@@ -495,13 +495,22 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     if mt == "gpt_oss":
         for il in range(shape.layers):
             tensors[f"blk.{il}.attn_sinks.weight"] = np.zeros(shape.heads, dtype=np.float32)
-    for name, array in tensors.items():
-        w.add_tensor(name, array)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return finish(w, tensors.items())
+
+
+def finish(writer, tensors=()):
+    """Add ``tensors`` ((name, array) pairs) to a ``gguf.GGUFWriter`` whose keys are set, write
+    the file (header, keys, tensor infos and data) and close it; returns its path."""
+    gguf = _gguf()
+    if not isinstance(writer, gguf.GGUFWriter):
+        raise ValueError(f"writer must be a gguf.GGUFWriter, got {check.describe(writer)}")
+    for name, array in tensors:
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return str(writer.path)
 
 
 def _write_rope(w, gguf, cfg, tensors):

@@ -85,11 +85,7 @@ def _unknown_arch(tmp_path):
     p = str(tmp_path / "mamba.gguf")
     w = gguf.GGUFWriter(p, "mamba")
     w.add_block_count(2)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return [p], "GGUF architecture 'mamba' is not one lessonlib reads"
+    return [gguf_file.finish(w)], "GGUF architecture 'mamba' is not one lessonlib reads"
 
 
 def _missing_key(tmp_path):
@@ -99,11 +95,7 @@ def _missing_key(tmp_path):
     w.add_block_count(2)
     w.add_context_length(4096)
     w.add_embedding_length(64)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return [p], "GGUF key 'llama.attention.head_count' is missing"
+    return [gguf_file.finish(w)], "GGUF key 'llama.attention.head_count' is missing"
 
 
 def _not_gguf(tmp_path):

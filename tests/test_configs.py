@@ -6,7 +6,7 @@ import pytest
 from _bad import Case, bad_input_tests, texts
 from hypothesis import strategies as st
 
-from lessonlib.configs import config_dict, config_names, load_config
+from lessonlib.configs import config_dict, config_from_text, config_names, load_config
 
 
 def test_every_name_loads_a_fresh_dict():
@@ -64,7 +64,26 @@ def test_config_dict_errors_name_the_argument(config, name, says):
     assert str(err.value).startswith(says)
 
 
+@pytest.mark.parametrize("name", ["Llama-3.1-8B", "gpt-oss-20b", "DeepSeek-V3"])
+def test_config_from_text_reads_the_shipped_files(name):
+    text = (pathlib.Path(__file__).parent.parent / "lessonlib" / "configs" / f"{name}.json").read_text()
+    assert config_from_text(text) == load_config(name)
+
+
+@pytest.mark.parametrize("text, says", [
+    ('{"num_hidden_layers": 32,\n "x": }', "my.json: not valid JSON (line 2, column 7: Expecting value)"),
+    ("[1, 2]", "my.json: a config.json holds one JSON object, this holds a list"),
+    ("  \n", "my.json is empty"),
+])
+def test_config_from_text_names_what_breaks(text, says):
+    with pytest.raises(ValueError) as err:
+        config_from_text(text, "my.json")
+    assert str(err.value).startswith(says)
+
+
 BAD_INPUTS = [
+    Case(config_from_text, args=('{"a": 1}', "config.json"),
+         bad=dict(text=st.sampled_from([None, 3, b"{}", ["{}"]]), name=texts())),
     Case(load_config, args=("Llama-3.1-8B",),
          bad=dict(name=texts() | st.sampled_from(["llama-3.1-8b", "Llama-3.1-8B.json", "nope",
                                                   "../configs/Llama-3.1-8B"]))),

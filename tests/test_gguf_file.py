@@ -135,13 +135,7 @@ def _write(path, arch, keys, tensors=()):
     w = gguf.GGUFWriter(path, arch)
     for add, value in keys:
         getattr(w, add)(value)
-    for name, array in tensors:
-        w.add_tensor(name, array)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+    return gf.finish(w, tensors)
 
 
 BASE = [("add_block_count", 4), ("add_context_length", 4096), ("add_embedding_length", 256),
@@ -204,5 +198,7 @@ BAD_INPUTS = [
                   **{"config.model_type": st.sampled_from(["mamba", None, 3]),
                      "config.vocab_size": ints(minimum=1) | st.just(DELETE)}),
          names={"config.model_type": "model_type"}),
+    Case(gf.finish, args=(gguf.GGUFWriter(os.path.join(_DIR, "f.gguf"), "llama"),),
+         bad=dict(writer=st.sampled_from([None, 3, "f.gguf", object()]))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

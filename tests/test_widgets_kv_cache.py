@@ -231,20 +231,10 @@ def test_budget_legend_under_the_axes_and_fit(budget):
             assert tight.x0 >= 0 and tight.x1 <= width and tight.y0 >= 0 and tight.y1 <= height
 
 
-def test_config_from_text():
-    assert kvw.config_from_text('{"a": 1}') == {"a": 1}
-    with pytest.raises(ValueError, match="my.json must hold one JSON object, got a list"):
-        kvw.config_from_text("[1]", "my.json")
-    with pytest.raises(ValueError, match="is empty"):
-        kvw.config_from_text("  \n")
-
-
 BAD_INPUTS += [
     Case(kvw.model_budget_explorer, kwargs=dict(n=4096, gpu_gib=24, kv_type="q8_0"),
          bad=dict(model=_CONFIGS | st.just("tiny-gemma3-swa"), n=ints(minimum=1) | st.just(5000),
                   gpu_gib=ints(minimum=1) | st.just(25), kv_type=st.sampled_from(["q8", "F16", 2]),
                   lengths=st.sampled_from([(), (4096.0,), None]))),
-    Case(kvw.config_from_text, args=('{"a": 1}',),
-         bad=dict(text=st.sampled_from([None, 3, b"{}", ["{}"]]))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

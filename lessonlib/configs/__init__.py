@@ -14,7 +14,7 @@ from importlib import resources
 
 from .. import _validate as check
 
-__all__ = ["config_names", "load_config", "config_dict"]
+__all__ = ["config_names", "load_config", "config_dict", "config_from_text"]
 
 
 def config_names():
@@ -54,3 +54,22 @@ def config_dict(config, name="config"):
         return dict(config)
     raise ValueError(f"{name} must be a config name or a config.json dict, got "
                      f"{check.describe(config)}")
+
+
+def config_from_text(text, name="config.json"):
+    """A config.json dict from its text (pasted, uploaded or read from a file): one JSON object,
+    or a ValueError naming ``name`` and the line and column where the JSON breaks, or saying it
+    is empty or holds something else than one object."""
+    text = check.text("text", text)
+    name = check.text("name", name)
+    if not text.strip():
+        raise ValueError(f"{name} is empty: a config.json holds one JSON object")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{name}: not valid JSON (line {err.lineno}, column {err.colno}: "
+                         f"{err.msg})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{name}: a config.json holds one JSON object, this holds a "
+                         f"{type(config).__name__}")
+    return config

@@ -8,12 +8,13 @@ every slider move) and ``data`` (what the last redraw computed, for tests and cu
 import ipywidgets as widgets
 
 from .. import _validate as check
+from ..configs import config_from_text
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
 __all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text",
-           "model_budget_explorer", "config_from_text"]
+           "model_budget_explorer"]
 
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(10, 18))  # 1K .. 128K tokens
 
@@ -171,23 +172,6 @@ BUDGET_KV_TYPES = ("f16", "q8_0", "fp8")
 _ENGINE_LABELS = {"llama.cpp": "llama.cpp", "vllm": "vLLM (blocks of 16)", "ideal": "exact tokens"}
 _ROOM = "GPU memory - weights"
 _ROOM_VLLM = "vLLM: 0.9 x GPU - weights"
-
-
-def config_from_text(text, name="config.json"):
-    """A config.json dict from pasted or uploaded text: one JSON object, or a ValueError naming
-    ``name`` and the line and column where the JSON breaks."""
-    import json
-    text = check.text("text", text)
-    if not text.strip():
-        raise ValueError(f"{name} is empty: paste a config.json or upload one")
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{name}: not valid JSON (line {err.lineno}, column {err.colno}: "
-                         f"{err.msg})") from None
-    if not isinstance(cfg, dict):
-        raise ValueError(f"{name} must hold one JSON object, got a {type(cfg).__name__}")
-    return cfg
 
 
 def _uploaded(value):
