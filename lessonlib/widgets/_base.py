@@ -215,11 +215,14 @@ class Explorer:
         for name, off in self._disabled_when.items():
             self.controls[name].disabled = bool(off(values))
         self._readout_text = self._call_redraw(values)
-        self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
+        self._show_readout()
         if self._blit and not self._layout_is_live():
             self._draw_changes()
         else:
             self.fig.canvas.draw_idle()
+
+    def _show_readout(self):
+        self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
 
     def _call_redraw(self, values):
         """The readout text; ``data`` replaced when redraw returns (readout, data)."""
@@ -246,7 +249,7 @@ class Explorer:
             self._readout_text = self._call_redraw(setting)
             if self._blit and not self._layout_is_live():
                 self._draw_changes()
-        self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
+        self._show_readout()
 
     def _layout_is_live(self):
         """A layout engine moves axes on every draw: then only full redraws are right."""
