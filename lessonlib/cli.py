@@ -151,15 +151,16 @@ def main(argv=None, *, stdout=None, stderr=None):
     """Run the command line; returns the exit status (0, or 2 for bad input)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     argv = sys.argv[1:] if argv is None else list(argv)
+    prog = f"{PROG} inspect" if argv[:1] == ["inspect"] else PROG
     try:
         args = _parser().parse_args(argv)
         text = run(args)
     except UsageError as err:
-        print(f"{PROG} inspect: error: {err}", file=stderr)
+        print(f"{prog}: error: {err}", file=stderr)
         return 2
     except ValueError as err:
         where = getattr(args, "source", "") if "args" in locals() else ""
-        print(f"{PROG} inspect: error: {where}: {err}", file=stderr)
+        print(f"{prog}: error: {where}: {err}", file=stderr)
         return 2
     except SystemExit as exit_:  # --help
         return exit_.code if isinstance(exit_.code, int) else 0
