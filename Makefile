@@ -23,6 +23,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab reset present test unit nbval browser bench bench-gpu tinylm clean-venv venv profile check-pins
+.PHONY: grading assignments grade
 
 venv: $(STAMP)
 
@@ -68,12 +69,13 @@ reset:
 	@test -n "$(NB)" || { echo "usage: make reset NB=07_rope"; exit 2; }
 	@$(PYTHON) scripts/workspace.py reset $(NB)
 
-test: profile unit nbval browser
+test: profile unit nbval browser grading
 
 # Unit tests: headless matplotlib, Triton in interpreter mode (no GPU here). -rs: each skip's
 # reason (only what this platform or profile lacks skips; under CI=true nothing else may).
 unit: $(STAMP)
-	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser -q -rs
+	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser \
+	  --ignore=tests/test_assignments.py -q -rs
 
 # Every notebook, strictly, against its committed outputs. MPLBACKEND is not exported to kernels.
 nbval: $(STAMP)
@@ -113,6 +115,43 @@ bench-gpu: $(STAMP)
 tinylm: $(STAMP)
 	$(PY) scripts/train_tinylm.py
 	$(PY) scripts/tinylm_experiments.py
+
+# Instructors' grading (nbgrader; instructors/README.md), in its own environment: GRADING reaches
+# $(VENV)'s packages through a .pth file and adds only requirements-grading.txt's pins, so nbgrader
+# and its Jupyter extensions never enter the students' $(VENV) or their JupyterLab.
+GRADING := $(VENV)-grading
+GRADING_PY := $(GRADING)/bin/python
+PURELIB := -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'
+COURSE ?= build/course
+
+$(GRADING)/.installed: requirements-grading.txt $(STAMP)
+	rm -rf $(GRADING)
+	$(PY) -m venv --without-pip $(GRADING)
+	echo "import site; site.addsitedir('$$($(PY) $(PURELIB))')" \
+	  > "$$($(GRADING_PY) $(PURELIB))/lessonlib-venv.pth"
+	$(GRADING_PY) -m pip install --quiet --no-deps -r requirements-grading.txt
+	$(GRADING_PY) -m pip check
+	@# nbconvert's templates (nbgrader generate_feedback) live in $(VENV)'s Jupyter data folder
+	mkdir -p $(GRADING)/share/jupyter && ln -sfn "$(abspath $(VENV))/share/jupyter/nbconvert" \
+	  $(GRADING)/share/jupyter/nbconvert
+	@touch $@
+
+# The grading tests: a temporary course from every notebook, synthetic submissions autograded
+# (about 5 minutes on 2 cores; tests/test_assignments.py).
+grading: $(GRADING)/.installed
+	TRITON_INTERPRET=1 $(GRADING_PY) -m pytest tests/test_assignments.py -q -rs
+
+# The nbgrader course folder from notebooks/: source/ with the reference solutions, release/ for
+# students. make assignments [COURSE=build/course] [DB=postgresql://...]
+assignments: $(GRADING)/.installed
+	$(GRADING_PY) scripts/assignments.py build --course $(COURSE) $(if $(DB),--db $(DB))
+
+# Autograde <SUBMISSIONS>/<student>/<assignment>/<notebook>.ipynb into the gradebook, then
+# $(COURSE)/grades.csv and grades-report.txt. make grade SUBMISSIONS=dir [TIMEOUT=120] [DB=url]
+grade: $(GRADING)/.installed
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir"; exit 2; }
+	$(GRADING_PY) scripts/assignments.py grade $(SUBMISSIONS) --course $(COURSE) \
+	  $(if $(DB),--db $(DB)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 # requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
 # x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).

@@ -14,6 +14,11 @@ torch 2.13.0 on Linux) and fails unless the check reports it.
 
 Linux resolutions leave out the CUDA libraries (scripts/pins-overrides.txt says why), so their
 sizes exclude them; --with-cuda resolves without the overrides, where the index serves them.
+
+The instructors' grading environment (requirements-grading.txt: nbgrader on top of .venv) is
+resolved too, with requirements.txt, for every platform x Python: every grading pin at its
+version, every version of requirements.txt's resolution unchanged (the Makefile installs the
+grading pins with --no-deps on top of .venv), and nothing added that is not pinned there.
 """
 import argparse
 import os
@@ -38,6 +43,7 @@ TARGETS = (
     ("macOS x86-64", "x86_64-apple-darwin", ("darwin", "x86_64")),
 )
 OVERRIDES = ROOT / "scripts" / "pins-overrides.txt"
+GRADING = ROOT / "requirements-grading.txt"
 NVIDIA = re.compile(r"^(nvidia-|cuda-)")
 
 
@@ -104,6 +110,27 @@ def check(pins, resolved, key, python, overrides=True):
     return errors
 
 
+def check_grading(grading_pins, base, combined):
+    """Errors of the grading resolution ``combined`` (requirements.txt + requirements-grading.txt)
+    against ``base`` (requirements.txt alone): a grading pin not at its version, or already in
+    base; a base version that moved; a package added that requirements-grading.txt lacks."""
+    errors = []
+    for name, (version, _) in grading_pins.items():
+        if name in base:
+            errors.append(f"{name} is already in requirements.txt's environment "
+                          f"({base[name][0]}): remove it from requirements-grading.txt")
+        elif combined.get(name, (None,))[0] != version:
+            errors.append(f"grading pin {name}=={version} resolved to "
+                          f"{combined.get(name, (None,))[0]}")
+    errors += [f"nbgrader moves {n} from {v} to {combined.get(n, (None,))[0]}: the grading "
+               f"environment must keep .venv's versions" for n, (v, _) in base.items()
+               if combined.get(n, (None,))[0] != v]
+    errors += [f"{n}=={v} is added by the grading environment but not pinned in "
+               f"requirements-grading.txt" for n, (v, _) in combined.items()
+               if n not in base and n not in grading_pins]
+    return errors
+
+
 def self_test(uv, tmp):
     """The check must catch the conflict that broke installs: triton 3.9.0 beside torch 2.13.0."""
     bad = Path(tmp) / "requirements-conflict.txt"
@@ -113,6 +140,13 @@ def self_test(uv, tmp):
         raise SystemExit("self-test: a triton pin that conflicts with torch's resolved anyway; "
                          f"the check cannot be trusted (uv said: {err.strip()[:500]})")
     print(f"self-test: the known conflict is caught ({_cause(err)[:110]}...)")
+    base, pins = {"jupyterlab": ("4.6.6", 0)}, {"nbgrader": ("0.9.6", None)}
+    caught = check_grading(pins, base, {"jupyterlab": ("4.5.0", 0), "nbgrader": ("0.9.6", 0),
+                                        "alembic": ("1.0", 0)})
+    if len(caught) != 2:
+        raise SystemExit(f"self-test: the grading check missed a moved or unpinned package: "
+                         f"{caught}")
+    print("self-test: the grading check catches a moved version and an unpinned addition")
 
 
 def _cause(stderr):
@@ -125,14 +159,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--uv", default="uv", help="the uv executable (make check-pins pins it)")
     ap.add_argument("--requirements", default=str(ROOT / "requirements.txt"))
+    ap.add_argument("--grading", default=str(GRADING),
+                    help="the grading environment's pins, resolved with --requirements")
     ap.add_argument("--with-cuda", action="store_true",
                     help="resolve Linux without the overrides (sizes include the CUDA libraries)")
     args = ap.parse_args(argv)
     version = subprocess.run([args.uv, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"resolver: {version}; requirements: {os.path.relpath(args.requirements)}")
     pins = our_pins(args.requirements)
+    grading_pins = our_pins(args.grading)
     failures = 0
+    grading_rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        both = Path(tmp) / "requirements-both.txt"
+        both.write_text("".join(f"-r {Path(p).resolve()}\n"
+                                for p in (args.requirements, args.grading)))
         self_test(args.uv, tmp)
         print(f"\n| platform | Python | profile | packages | download MB |\n|---|---|---|---|---|")
         for label, platform, key in TARGETS:
@@ -151,11 +192,24 @@ def main(argv=None):
                 cuda = "" if args.with_cuda or key[0] != "linux" else " + CUDA libraries"
                 print(f"| {label} | {python} | {profile} | {len(resolved)} | {size:,.0f}{cuda} |"
                       + ("".join(f"\n  FAILED: {e}" for e in errors)))
+                grc, gerr, combined = compile_lock(args.uv, both, platform, python, tmp,
+                                                   overrides=not args.with_cuda)
+                gerrors = [_cause(gerr)] if grc else check_grading(grading_pins, resolved,
+                                                                   combined)
+                failures += bool(gerrors)
+                added = sum(s for n, (_, s) in combined.items() if n not in resolved) / 1e6
+                grading_rows.append(f"| {label} | {python} | "
+                                    f"{'FAILED' if gerrors else len(combined) - len(resolved)} | "
+                                    f"{added:,.1f} |" + "".join(f"\n  FAILED: {e}"
+                                                                for e in gerrors))
+        print(f"\n{os.path.relpath(args.grading)} on top of it:\n\n"
+              f"| platform | Python | packages added | download MB |\n|---|---|---|---|")
+        print("\n".join(grading_rows))
     if failures:
         print(f"\ncheck-pins: {failures} platform/Python combination(s) failed (above)")
         return 1
-    print(f"\ncheck-pins: requirements.txt resolves on all {len(TARGETS) * len(PYTHONS)} "
-          "platform/Python combinations")
+    print(f"\ncheck-pins: requirements.txt, and requirements-grading.txt with it, resolve on all "
+          f"{len(TARGETS) * len(PYTHONS)} platform/Python combinations")
     return 0
 
 
