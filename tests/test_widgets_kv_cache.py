@@ -217,7 +217,8 @@ def test_budget_pasted_and_uploaded_configs(budget):
 def test_budget_legend_under_the_axes_and_fit(budget):
     width, height = budget.fig.get_size_inches() * budget.fig.dpi
     assert width <= 930 and budget.smallest_text_px() >= 8 * budget.fig.dpi / 72 - 1e-9
-    legend = budget.axes[0].get_legend()
+    assert budget.axes[0].get_legend() is None and len(budget.fig.legends) == 1  # drawn once
+    legend = budget.fig.legends[0]
     sizes = budget.artists["sizes"]
     for model in ("DeepSeek-V3", "Gemma-3-27B", "Llama-3.2-1B"):
         budget.controls["model"].value = model

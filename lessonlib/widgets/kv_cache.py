@@ -235,6 +235,7 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
     plots.medium_titles(ax)
     freeze_layout(fig)
     plots.medium_titles(ax)
+    plots.pin_legend(ax)  # the key under the axes, off the data: drawn once, not every step
     cache = {}
 
     def read(model, pasted, upload):
