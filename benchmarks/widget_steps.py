@@ -34,6 +34,7 @@ def factories():
         "03 tiled_explorer": attention.tiled_explorer,
         "04 tile_map_explorer": triton.tile_map_explorer,
         "05 kv_cache_explorer": kv_cache.kv_cache_explorer,
+        "05 model_budget_explorer": kv_cache.model_budget_explorer,
         "06 window_explorer": windows.window_explorer,
         "07 clock_explorer": rope.clock_explorer,
         "08 scaling_explorer": rope.scaling_explorer,
