@@ -226,7 +226,6 @@ def _why(engine, n, n_seq, W, size, swa_full):
 
 
 def _per_token(cfg, kv_types):
-    text = kc._text_config(cfg)
     layers = kc.model_shape(cfg).layers
     out = {}
     for t in kv_types:
@@ -432,7 +431,7 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
              "cache stops growing); seqs of n: sequences of n tokens at once")
     limit = 1 << 40  # a token count no cache reaches (2^40 cells)
     for engine in engines:
-        for kv_type in _engines_for_all(kv_types, engine):
+        for kv_type in [t for t in kv_types if engine in kc.KV_TYPES[t].engines]:
             if engine == "vllm":
                 usable = int(gpu_memory * VLLM_GPU_MEMORY_UTILIZATION) - weights_bytes
                 reserve = f"gpu_memory_utilization {VLLM_GPU_MEMORY_UTILIZATION}"
@@ -489,10 +488,6 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
     return out
 
 
-def _engines_for_all(kv_types, engine):
-    return [t for t in kv_types if engine in kc.KV_TYPES[t].engines]
-
-
 # --------------------------------------------------------------------------- the report
 
 def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv_types=("f16",),
@@ -510,7 +505,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                  saying where they came from
     source       a dict describing the input (path, format), copied into the report
     """
-    cfg = check_config(config)
+    cfg = _check_config(config)
     contexts = _list("contexts", contexts, lambda i, v: positive_int(f"contexts[{i}]", v))
     engines = _list("engines", engines, lambda i, v: check.choice(f"engines[{i}]", v, ENGINE_CHOICES))
     kv_types = _list("kv_types", kv_types,
@@ -553,7 +548,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     return out
 
 
-def check_config(config):
+def _check_config(config):
     if not isinstance(config, dict):
         raise ValueError(f"config must be a config.json dict, got {check.describe(config)}")
     kc.model_shape(config)  # the attention keys, named on error
@@ -592,10 +587,6 @@ _RULES = {
     "ideal": "exact: n tokens per sequence in global layers, min(n, W) in sliding ones, no "
              "padding",
 }
-
-
-def _short_bytes(row):
-    return _fmt_bytes(row["bytes"])
 
 
 def _wrap(text, indent="  ", first=""):
@@ -655,7 +646,7 @@ def format_report(rep):
         if L["window"] is not None:
             cells += " / " + (f"{r['sliding_cells']:,}" if r["sliding_cells"] is not None else "-")
         rows.append([f"{r['context']:,}" + (f" x {r['n_seq']}" if r["n_seq"] > 1 else ""),
-                     r["kv_type"], r["label"], _short_bytes(r), cells])
+                     r["kv_type"], r["label"], _fmt_bytes(r["bytes"]), cells])
     out += ["  " + x for x in _table(rows, ["context", "type", "engine", "size", "cells"],
                                      right=(0, 3, 4))]
     for e in dict.fromkeys(r["engine"] for r in rep["caches"]):

@@ -9,7 +9,8 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
-from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
+from ..kv_cache import (GIB, KV_TYPES, gqa_head_map, kv_bytes_per_token, kv_cache_bytes,
+                        model_shape)
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
@@ -261,7 +262,7 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
         if (key, kv_type) not in cache:
             out = {}
             for engine, label in _ENGINE_LABELS.items():
-                if engine in im.kc.KV_TYPES[kv_type].engines:
+                if engine in KV_TYPES[kv_type].engines:
                     out[label] = [kv_cache_bytes(cfg, x, engine=engine, kv_type=kv_type)
                                   .total_bytes / GIB for x in lengths]
                 else:
