@@ -22,7 +22,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab reset present test unit nbval browser bench bench-gpu tinylm clean-venv venv profile check-pins
+.PHONY: lab reset present test unit nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
 .PHONY: grading assignments grade
 
 venv: $(STAMP)
@@ -103,6 +103,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/rope_tables.py
 	$(PY) benchmarks/widget_steps.py
 	$(PY) benchmarks/gguf_inspect.py
+
+# One slider key press in JupyterLab, segment by segment (kernel, messages, decode, paint).
+profile-keypress: $(STAMP)
+	$(PY) -m pytest tests/browser/profile_keypress.py -q -s -p no:cacheprovider
 
 # Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md).
 bench-gpu: $(STAMP)
