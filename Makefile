@@ -23,7 +23,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab reset present test unit nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
-.PHONY: grading assignments grade
+.PHONY: grading assignments grade engine engine-results
 
 venv: $(STAMP)
 
@@ -156,6 +156,33 @@ grade: $(GRADING)/.installed
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=dir"; exit 2; }
 	$(GRADING_PY) scripts/assignments.py grade $(SUBMISSIONS) --course $(COURSE) \
 	  $(if $(DB),--db $(DB)) $(if $(TIMEOUT),--timeout $(TIMEOUT))
+
+# The engine profile: llama.cpp itself (llama-cpp-python, compiled here) in its own environment,
+# as GRADING is: ENGINE reaches $(VENV)'s packages through a .pth file and adds only
+# requirements-engine.txt. make engine runs the tests that compare lessonlib with the engine
+# (tests/test_llamacpp.py; elsewhere they skip and say why).
+ENGINE := $(VENV)-engine
+ENGINE_PY := $(ENGINE)/bin/python
+
+$(ENGINE)/.installed: requirements-engine.txt $(STAMP)
+	@command -v cmake >/dev/null && command -v c++ >/dev/null || { echo "make engine needs \
+	  CMake and a C++ compiler (Debian: sudo apt-get install -y cmake g++)"; exit 2; }
+	rm -rf $(ENGINE)
+	$(PY) -m venv --without-pip $(ENGINE)
+	echo "import site; site.addsitedir('$$($(PY) $(PURELIB))')" \
+	  > "$$($(ENGINE_PY) $(PURELIB))/lessonlib-venv.pth"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+	  $(ENGINE_PY) -m pip install --quiet --no-deps -r requirements-engine.txt
+	$(ENGINE_PY) -m pip check
+	@touch $@
+
+engine: $(ENGINE)/.installed
+	LESSONLIB_ENGINE=1 TRITON_INTERPRET=1 MPLBACKEND=Agg $(ENGINE_PY) -m pytest \
+	  tests/test_llamacpp.py tests/test_validate.py -q -rs
+
+# What notebooks 05, 06 and 10 print of the engine (lessonlib/data/llamacpp_results.json).
+engine-results: $(ENGINE)/.installed
+	$(ENGINE_PY) scripts/llamacpp_results.py
 
 # requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
 # x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).

@@ -55,7 +55,7 @@ from . import kv_cache as kc
 from . import rope
 from .configs import config_dict
 
-__all__ = ["read_gguf", "write_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
+__all__ = ["read_gguf", "write_gguf", "write_model_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
 
 # GGUF architecture -> HF model_type of the config built from it
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "gemma3": "gemma3_text", "gpt-oss": "gpt_oss",
@@ -438,8 +438,18 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     path = check.text("path", path)
     hidden_size = check.integer("hidden_size", hidden_size, minimum=1)
     seed = check.integer("seed", seed, minimum=0)
-    gguf = _gguf()
     cfg = kc._text_config(config_dict(config))
+    w, arch, shape, tensors = _writer_with_keys(path, cfg, hidden_size, 2 * hidden_size)
+    vocab = check.integer("vocab_size", cfg.get("vocab_size"), minimum=1)
+    tensors["token_embd.weight"] = np.random.default_rng(seed).standard_normal(
+        (vocab, hidden_size)).astype(np.float16)
+    return finish(w, tensors.items())
+
+
+def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
+    """A GGUFWriter holding the converter's keys for ``cfg``, and the tensors that carry
+    settings (llama3's rope_freqs, longrope's factors, gpt-oss's sinks)."""
+    gguf = _gguf()
     mt = cfg.get("model_type")
     if mt not in MODEL_TYPES:
         raise ValueError(f"config.model_type {mt!r} has no GGUF architecture here (known: "
@@ -450,7 +460,7 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     w.add_block_count(shape.layers)
     w.add_context_length(check.integer("max_position_embeddings", cfg["max_position_embeddings"]))
     w.add_embedding_length(hidden_size)
-    w.add_feed_forward_length(2 * hidden_size)
+    w.add_feed_forward_length(intermediate_size)
     w.add_head_count(shape.heads)
     vocab = check.integer("vocab_size", cfg.get("vocab_size"), minimum=1)
     w.add_vocab_size(vocab)
@@ -476,8 +486,7 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
         w.add_rope_dimension_count(rope.rotary_dim(cfg))
     windows = kc.layer_windows(cfg)
     local = [x is not None for x in windows]
-    tensors = {"token_embd.weight": np.random.default_rng(seed).standard_normal(
-        (vocab, hidden_size)).astype(np.float16)}
+    tensors = {}
     if arch in _SWA_PERIOD and any(local):
         W = next(x for x in windows if x is not None)
         w.add_sliding_window(W)
@@ -495,7 +504,149 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     if mt == "gpt_oss":
         for il in range(shape.layers):
             tensors[f"blk.{il}.attn_sinks.weight"] = np.zeros(shape.heads, dtype=np.float32)
-    return finish(w, tensors.items())
+    return w, arch, shape, tensors
+
+
+# What llama.cpp's loader needs of each architecture beyond its keys (src/models/<arch>.cpp):
+# n_embd must equal heads x head_dim where the graph's output projection is square (qwen2);
+# gpt-oss's experts.
+_SQUARE_ATTENTION = ("qwen2",)
+_EXPERTS, _EXPERTS_USED = 4, 2  # gpt-oss files: a few experts of intermediate_size each
+
+
+def write_model_gguf(path, config, *, hidden_size=None, intermediate_size=128, vocab_size=256,
+                     weights=None):
+    """Write a GGUF file llama.cpp loads and runs: ``config``'s layers, attention shape,
+    windows and RoPE (the keys ``write_gguf`` writes), a tokenizer, and every tensor the
+    architecture's loader asks for, as float32. Returns the path.
+
+    ``hidden_size`` (default 64; for qwen2, whose graph needs it, heads x head_dim),
+    ``intermediate_size`` and ``vocab_size`` replace the config's: the cache and the attention
+    are the config's, the rest is small. A tensor named in ``weights`` (name -> array of its
+    numpy shape: rows first, as gguf's writer takes it) gets those values; every other one is
+    zeros, left as a hole in the file (the file's length is real, its blocks are not written, so
+    a Qwen2.5-7B-shaped file takes no disk). Zero weights are enough for what llama.cpp
+    allocates; running a model needs its weights (``tinylm.export_gguf``).
+
+    The tokenizer is a SentencePiece-style list: ``<unk>``, ``<s>``, ``</s>``, then ``t3`` ...
+    (feed token ids, not text). The config the file describes is ``read_gguf(path).config``.
+    """
+    path = check.text("path", path)
+    cfg = dict(kc._text_config(config_dict(config)))
+    shape = kc.model_shape(cfg)
+    mt = cfg.get("model_type")
+    arch = MODEL_TYPES.get(mt)
+    square = shape.heads * shape.head_dim
+    if hidden_size is None:
+        hidden_size = square if arch in _SQUARE_ATTENTION else 64
+    hidden_size = check.integer("hidden_size", hidden_size, minimum=1)
+    if arch in _SQUARE_ATTENTION and hidden_size != square:
+        raise ValueError(f"hidden_size must be heads x head_dim = {square} for a {arch} file "
+                         f"(llama.cpp's {arch} graph projects attention back with a square "
+                         f"matrix), got {hidden_size}")
+    ff = check.integer("intermediate_size", intermediate_size, minimum=1)
+    vocab = check.integer("vocab_size", vocab_size, minimum=4)
+    if weights is not None and not isinstance(weights, dict):
+        raise ValueError(f"weights must be a dict of tensor name -> array, got "
+                         f"{check.describe(weights)}")
+    cfg.update(vocab_size=vocab, head_dim=shape.head_dim)
+    w, arch, shape, settings = _writer_with_keys(path, cfg, hidden_size, ff)
+    if arch not in _LAYER_TENSORS:
+        raise ValueError(f"config.model_type {mt!r}: writing a loadable {arch} file is not "
+                         f"supported (supported: {', '.join(_LAYER_TENSORS)})")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(3, vocab)])
+    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))  # unknown, control, control, normal
+    w.add_token_scores([0.0] * vocab)
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    if arch == "gpt-oss":
+        w.add_expert_count(_EXPERTS)
+        w.add_expert_used_count(_EXPERTS_USED)
+        w.add_expert_feed_forward_length(ff)
+    tied = check.flag("tie_word_embeddings", cfg.get("tie_word_embeddings", arch == "gemma3"))
+    shapes = _model_tensor_shapes(arch, shape, hidden_size, ff, vocab, tied)
+    given = dict(settings)
+    for name, array in (weights or {}).items():
+        if name not in shapes:
+            raise ValueError(f"weights[{name!r}]: a {arch} file has no such tensor (it has "
+                             f"{', '.join(list(shapes)[:6])}, ...)")
+        array = check.array(f"weights[{name!r}]", array, kind="real")
+        if array.shape != shapes[name]:
+            raise ValueError(f"weights[{name!r}] must have shape {shapes[name]}, got "
+                             f"{array.shape}")
+        given[name] = array
+    for name, array in settings.items():
+        shapes[name] = array.shape
+    return _finish_sparse(w, shapes, given)
+
+
+def _model_tensor_shapes(arch, shape, n_embd, ff, vocab, tied):
+    """name -> numpy shape (rows, columns) of every tensor llama.cpp's loader requires (no
+    output.weight when the embeddings are tied: llama.cpp then reuses token_embd)."""
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    vo = shape.kv_heads * shape.v_head_dim
+    out = {"token_embd.weight": (vocab, n_embd), "output_norm.weight": (n_embd,)}
+    if not tied or arch == "gpt-oss":  # gpt-oss's loader requires its output matrix
+        out["output.weight"] = (vocab, n_embd)
+    for il in range(shape.layers):
+        layer = {"attn_norm": (n_embd,), "attn_q": (q, n_embd), "attn_k": (kv, n_embd),
+                 "attn_v": (vo, n_embd), "attn_output": (n_embd, shape.heads * shape.v_head_dim)}
+        layer.update(_LAYER_TENSORS[arch](shape, n_embd, ff))
+        out.update({f"blk.{il}.{k}.weight" if not k.endswith(".bias") else f"blk.{il}.{k}": v
+                    for k, v in layer.items()})
+    return out
+
+
+def _dense_ffn(shape, n_embd, ff):
+    return {"ffn_norm": (n_embd,), "ffn_gate": (ff, n_embd), "ffn_up": (ff, n_embd),
+            "ffn_down": (n_embd, ff)}
+
+
+def _gemma3_layer(shape, n_embd, ff):
+    return {**_dense_ffn(shape, n_embd, ff), "post_attention_norm": (n_embd,),
+            "post_ffw_norm": (n_embd,), "attn_q_norm": (shape.head_dim,),
+            "attn_k_norm": (shape.head_dim,)}
+
+
+def _gpt_oss_layer(shape, n_embd, ff):
+    e = _EXPERTS
+    return {"post_attention_norm": (n_embd,), "attn_output.bias": (n_embd,),
+            "ffn_gate_inp": (e, n_embd), "ffn_gate_inp.bias": (e,),
+            "ffn_gate_exps": (e, ff, n_embd), "ffn_up_exps": (e, ff, n_embd),
+            "ffn_down_exps": (e, n_embd, ff), "ffn_gate_exps.bias": (e, ff),
+            "ffn_up_exps.bias": (e, ff), "ffn_down_exps.bias": (e, n_embd)}
+
+
+_LAYER_TENSORS = {"llama": _dense_ffn, "qwen2": _dense_ffn, "gemma3": _gemma3_layer,
+                  "gpt-oss": _gpt_oss_layer}
+
+
+def _finish_sparse(writer, shapes, given):
+    """Write ``writer``'s keys and one float32 tensor per ``shapes`` entry: the arrays in
+    ``given`` written, the others zeros left as holes (seek past them, the file truncated to
+    its full length). The data offsets are gguf's: each tensor padded to the alignment."""
+    for name, shp in shapes.items():
+        nbytes = int(np.prod(shp)) * 4
+        writer.add_tensor_info(name, shp, np.dtype(np.float32), nbytes)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    align = writer.data_alignment
+    with open(writer.path, "r+b") as f:
+        f.seek(0, 2)
+        offset = f.tell()
+        offset += (-offset) % align
+        for name, shp in shapes.items():
+            nbytes = int(np.prod(shp)) * 4
+            if name in given:
+                f.seek(offset)
+                f.write(np.ascontiguousarray(given[name], dtype="<f4").tobytes())
+            offset += nbytes + (-nbytes) % align
+        f.truncate(offset)
+    return str(writer.path)
 
 
 def finish(writer, tensors=()):

@@ -43,7 +43,7 @@ __all__ = [
     "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks",
-    "ComputeBuffer", "llamacpp_compute_buffer",
+    "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
 ]
@@ -439,14 +439,17 @@ class KVCacheSize:
         return self.total_bytes / GIB
 
 
-def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, **_):
-    """llama.cpp: -c rounded up to a multiple of 256 (llama-context.cpp), global layers get
-    those cells (shared by all sequences), sliding layers ``llamacpp_swa_cells``, or all of them
-    with --swa-full."""
+def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, kv_unified, **_):
+    """llama.cpp: -c rounded up to a multiple of 256 (llama-context.cpp). Unified: global layers
+    get those cells (shared by all sequences), sliding layers ``llamacpp_swa_cells``, or all of
+    them with --swa-full. Not unified: n_seq streams of ``pad(n_ctx // n_seq, 256)`` cells
+    (n_ctx_seq), each sliding stream ``llamacpp_swa_cells`` of its own sequence."""
     n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
+    streams, per_stream, seqs = (1, n_ctx, n_seq) if kv_unified else (
+        n_seq, _pad(n_ctx // n_seq, LLAMACPP_CTX_PAD), 1)
     if W is None or swa_full:
-        return n_ctx, None
-    return llamacpp_swa_cells(n_ctx, W, n_seq=n_seq, n_ubatch=n_ubatch), None
+        return streams * per_stream, None
+    return streams * llamacpp_swa_cells(per_stream, W, n_seq=seqs, n_ubatch=n_ubatch), None
 
 
 def _vllm(n_ctx, W, *, n_seq, block_size, swa_full, extra_retained_tokens,
@@ -474,7 +477,7 @@ ENGINES = {"llama.cpp": _llamacpp, "vllm": _vllm, "ideal": _ideal}
 
 def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, block_size=16,
                    swa_full=False, dtype_bytes=2, extra_retained_tokens=0, max_in_flight_tokens=0,
-                   kv_type=None):
+                   kv_type=None, kv_unified=True):
     """The KV cache of a whole context, sized by one engine's rule (notebook 06, hybrid caches).
 
     engine:
@@ -485,6 +488,13 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
                        ``swa_full`` (``--swa-full``) gives them all cells too. The windows
                        are llama.cpp's (``llamacpp_layer_windows``): none for Mistral-7B-v0.1,
                        Qwen2 or Phi-3, whose llama.cpp architectures run every layer global.
+                       ``kv_unified=False`` (no ``--kv-unified``) gives each sequence its own
+                       stream instead: ``pad(pad(n_ctx, 256) // n_seq, 256)`` cells per global
+                       layer and stream, ``pad(min(that, W + n_ubatch), 256)`` per sliding
+                       layer and stream, times n_seq streams (llama-context.cpp,
+                       llama-kv-cache-iswa.cpp). llama-server unifies the cache when it picks
+                       its slots itself (the default, 4 slots); with ``-np N`` given, and in the
+                       C API (llama-cpp-python), it is off. With one sequence the two agree.
       ``"vllm"``       n_ctx is ``max_model_len`` of one request, and the cache holds ``n_seq``
                        such requests. Global layers: ``cdiv(n_ctx, block_size)`` blocks
                        (FullAttentionSpec); sliding: ``vllm_sliding_blocks`` (SlidingWindowSpec).
@@ -506,6 +516,10 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
     """
     engine = check.choice("engine", engine, ENGINES)
     swa_full = check.flag("swa_full", swa_full)
+    kv_unified = check.flag("kv_unified", kv_unified)
+    if not kv_unified and engine != "llama.cpp":
+        raise ValueError(f"kv_unified=False is llama.cpp's (one stream per sequence); engine "
+                         f"{engine!r} has no such setting")
     n_ctx = positive_int("n_ctx", n_ctx)
     n_seq, n_ubatch = positive_int("n_seq", n_seq), positive_int("n_ubatch", n_ubatch)
     block_size = positive_int("block_size", block_size)
@@ -532,7 +546,7 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
             return LayerGroup(kind, 0, window, 0, 0 if engine == "vllm" else None, per_cell, 0)
         cells, blocks = rule(n_ctx, window, n_seq=n_seq, n_ubatch=n_ubatch, block_size=block_size,
                              swa_full=swa_full, extra_retained_tokens=extra_retained_tokens,
-                             max_in_flight_tokens=max_in_flight_tokens)
+                             max_in_flight_tokens=max_in_flight_tokens, kv_unified=kv_unified)
         return LayerGroup(kind, n_layers, window, cells, blocks, per_cell,
                           n_layers * cells * per_cell)
 
@@ -580,6 +594,67 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
     scores = 0 if flash_attn else score_slice_bytes(n_ubatch, n_ctx, heads=heads, bytes_per_score=4)
     mask = 0 if flash_attn else n_ubatch * n_ctx * 4
     return ComputeBuffer(n_ctx, n_ubatch, flash_attn, scores, mask, n_ubatch * vocab * 4)
+
+
+@dataclass(frozen=True)
+class ComputePhases:
+    """What is alive at three moments of llama.cpp's graph for one micro-batch of ``n_ubatch``
+    tokens (llama-graph.cpp), every tensor F32 unless said:
+
+    attention_bytes  unfused: the scores (n_kv x ub x heads), the mask (n_kv x ub), Q after
+                     RoPE (head_dim x heads x ub), the attention output before W_o (v_head_dim
+                     x heads x ub) and the new K and V rows (x kv_heads x ub) waiting to be
+                     stored. Fused (``FLASH_ATTN_EXT``): the F16 mask, Q and the output. Both:
+                     the layer's input, kept for the residual, and its normed copy (hidden x ub
+                     each).
+    ffn_bytes        the gate and up projections and their gated product (3 x ff x ub), the
+                     feed-forward input kept for the residual and its normed copy
+    output_bytes     the logits (vocab x ub) and the final hidden state (hidden x ub)
+
+    The compute buffer cannot be smaller than the largest of the three
+    (``lower_bound_bytes``). It is often larger: ggml's allocator places every tensor of the
+    graph in one buffer by best fit, and when the freed space of one phase is split by tensors
+    still alive, the next phase's large tensor (the logits) goes above it. How much depends on
+    the graph's order, not on a formula; tests/test_llamacpp.py measures the gap against the
+    engine over a grid, and benchmarks/RESULTS.md records it.
+    """
+    n_ctx: int
+    n_ubatch: int
+    flash_attn: bool
+    attention_bytes: int
+    ffn_bytes: int
+    output_bytes: int
+
+    @property
+    def lower_bound_bytes(self):
+        return max(self.attention_bytes, self.ffn_bytes, self.output_bytes)
+
+
+def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
+    """``ComputePhases`` of a dense decoder (no experts) at ``-c n_ctx -ub n_ubatch``, one
+    sequence: n_kv is the cache's cells, ``pad(n_ctx, 256)``. Reads the attention shape,
+    ``hidden_size``, ``intermediate_size`` and ``vocab_size``."""
+    cfg = _text_config(config)
+    flash_attn = check.flag("flash_attn", flash_attn)
+    n_ctx, ub = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
+    for key in ("num_local_experts", "n_routed_experts"):
+        if cfg.get(key):
+            raise ValueError(f"config.{key}: llamacpp_compute_phases models dense feed-forward "
+                             f"layers, not experts")
+    shape = model_shape(cfg)
+    hidden, ff = _int_key(cfg, "hidden_size"), _int_key(cfg, "intermediate_size")
+    vocab = _int_key(cfg, "vocab_size")
+    n_kv = _pad(n_ctx, LLAMACPP_CTX_PAD)
+    q = ub * shape.heads * shape.head_dim * 4
+    out = ub * shape.heads * shape.v_head_dim * 4
+    x = ub * hidden * 4  # one hidden-sized activation
+    if flash_attn:
+        attention = n_kv * ub * 2 + q + out + 2 * x
+    else:
+        new_kv = ub * shape.kv_heads * (shape.head_dim + shape.v_head_dim) * 4
+        attention = n_kv * ub * shape.heads * 4 + n_kv * ub * 4 + q + out + new_kv + 2 * x
+    return ComputePhases(n_ctx, ub, flash_attn, attention, 3 * ub * ff * 4 + 2 * x,
+                         ub * vocab * 4 + x)
 
 
 # --------------------------------------------------------------------------- GQA and MLA

@@ -44,7 +44,7 @@ from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks rea
 __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rotate",
            "mask_tensor", "load_tinylm", "save_tinylm", "decode", "StreamingKVCache",
            "token_losses", "answer_accuracy", "attention_to_first_tokens", "data_path",
-           "NeedleModel", "check_tokens"]
+           "NeedleModel", "check_tokens", "export_gguf", "neox_to_adjacent_pairs"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -580,3 +580,55 @@ def load_tinylm(name_or_path="tinylm.pt"):
         raise ValueError(f"name_or_path {str(name_or_path)!r}: the weights do not fit the "
                          f"checkpoint's config: {err}") from None
     return model.eval()
+
+
+# ------------------------------------------------------------------------------------------
+# Export to llama.cpp
+# ------------------------------------------------------------------------------------------
+
+def neox_to_adjacent_pairs(weight, n_heads):
+    """The rows of a Q or K projection (n_heads * head_dim, d) reordered so that a rotation of
+    adjacent pairs (2j, 2j + 1), llama.cpp's llama architecture, does what this model's NeoX
+    rotation of (j, j + head_dim / 2) does: within each head, row j goes to 2j and row
+    j + head_dim / 2 to 2j + 1 (what HuggingFace's GGUF converter does to Llama checkpoints).
+    Q and K permuted alike leave every score q . k unchanged."""
+    weight = check.array("weight", weight, kind="real", ndim=2)
+    n_heads = check.integer("n_heads", n_heads, minimum=1)
+    if weight.shape[0] % (2 * n_heads):
+        raise ValueError(f"weight must be (n_heads * head_dim, d) with an even head_dim, got "
+                         f"shape {weight.shape} for n_heads={n_heads}")
+    hd = weight.shape[0] // n_heads
+    return (weight.reshape(n_heads, 2, hd // 2, weight.shape[1]).swapaxes(1, 2)
+            .reshape(weight.shape))
+
+
+def export_gguf(model, path):
+    """Write ``model`` as a GGUF file llama.cpp runs (architecture llama, float32 weights,
+    ``rope_scaling`` as the converter writes it; the PI model's linear factor 2 included).
+    Returns the path. Q and K rows go through ``neox_to_adjacent_pairs``: this model rotates
+    NeoX pairs, llama.cpp's llama graph rotates adjacent ones. The token ids are the model's
+    own (the file's tokenizer is a placeholder list: feed ids, not text)."""
+    from lessonlib import gguf_file
+    model = _tinylm(model)
+    path = check.text("path", path)
+    c = model.config
+    sd = {k: v.detach().to(torch.float32).numpy() for k, v in model.state_dict().items()}
+    weights = {"token_embd.weight": sd["embed.weight"], "output_norm.weight": sd["norm.weight"]}
+    for il in range(c["num_hidden_layers"]):
+        p, b = f"layers.{il}.", f"blk.{il}."
+        weights.update({
+            b + "attn_norm.weight": sd[p + "attn_norm.weight"],
+            b + "attn_q.weight": neox_to_adjacent_pairs(sd[p + "attn.q_proj.weight"],
+                                                        c["num_attention_heads"]),
+            b + "attn_k.weight": neox_to_adjacent_pairs(sd[p + "attn.k_proj.weight"],
+                                                        c["num_key_value_heads"]),
+            b + "attn_v.weight": sd[p + "attn.v_proj.weight"],
+            b + "attn_output.weight": sd[p + "attn.o_proj.weight"],
+            b + "ffn_norm.weight": sd[p + "mlp_norm.weight"],
+            b + "ffn_gate.weight": sd[p + "gate.weight"],
+            b + "ffn_up.weight": sd[p + "up.weight"],
+            b + "ffn_down.weight": sd[p + "down.weight"]})
+    cfg = dict(c, model_type="llama", tie_word_embeddings=True)
+    return gguf_file.write_model_gguf(path, cfg, hidden_size=c["hidden_size"],
+                                      intermediate_size=c["intermediate_size"],
+                                      vocab_size=c["vocab_size"], weights=weights)

@@ -187,6 +187,67 @@ def test_write_refuses_what_has_no_gguf_form(tmp_path):
         gf.write_gguf(str(tmp_path / "y.gguf"), dyn)
 
 
+# Files llama.cpp loads (tests/test_llamacpp.py loads them): the five architectures it runs.
+LOADABLE = ["Llama-3.1-8B", "Mistral-7B", "Qwen2.5-7B-Instruct", "Gemma-3-27B", "gpt-oss-20b"]
+
+
+@pytest.mark.parametrize("name", LOADABLE)
+def test_model_files_keep_the_attention_shape_and_take_no_disk(tmp_path, name):
+    cfg = load_config(name)
+    path = gf.write_model_gguf(str(tmp_path / "m.gguf"), cfg)
+    m = gf.read_gguf(path)
+    assert kc.model_shape(m.config) == kc.model_shape(cfg)
+    assert kc.llamacpp_layer_windows(m.config) == kc.llamacpp_layer_windows(cfg)
+    keys = gf.read_gguf(gf.write_gguf(str(tmp_path / "keys.gguf"), cfg)).config
+    assert rope.scaling_parameters(m.config) == rope.scaling_parameters(keys)
+    for n_ctx in (1000, 32768):
+        assert kc.kv_cache_bytes(m.config, n_ctx) == kc.kv_cache_bytes(cfg, n_ctx)
+    reader = gguf.GGUFReader(path)
+    shapes = {t.name: tuple(int(x) for x in t.shape) for t in reader.tensors}
+    assert all(t.tensor_type == gguf.GGMLQuantizationType.F32 for t in reader.tensors)
+    hidden = m.config["hidden_size"]
+    assert hidden == (kc.model_shape(cfg).heads * kc.model_shape(cfg).head_dim
+                      if name.startswith("Qwen") else 64)
+    assert shapes["token_embd.weight"] == (hidden, 256)  # gguf's order: ne0 first
+    layers = kc.model_shape(cfg).layers
+    assert sum(n.endswith("attn_q.weight") for n in shapes) == layers
+    assert ("output.weight" in shapes) == (name in ("Llama-3.1-8B", "Mistral-7B", "gpt-oss-20b",
+                                                    "Qwen2.5-7B-Instruct"))
+    st_ = os.stat(path)
+    end = max(t.data_offset + t.n_bytes for t in reader.tensors)
+    assert st_.st_size == end + (-end) % 32  # the real length ...
+    assert st_.st_blocks * 512 < 2 * 1024 * 1024  # ... and only the metadata written
+    weights = [t for t in reader.tensors if not t.name.startswith(("rope_", "blk.0.attn_sinks"))
+               and "attn_sinks" not in t.name]
+    assert not any(np.asarray(t.data).any() for t in weights[:3] + weights[-3:])  # zeros
+
+
+def test_model_file_weights_are_written_where_llama_cpp_reads_them(tmp_path):
+    rng = np.random.default_rng(0)
+    cfg = load_config("Llama-3.2-1B")
+    q = rng.standard_normal((32 * 64, 64)).astype(np.float32)
+    norm = rng.standard_normal(64).astype(np.float32)
+    path = gf.write_model_gguf(str(tmp_path / "w.gguf"), cfg,
+                               weights={"blk.3.attn_q.weight": q, "output_norm.weight": norm})
+    tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    np.testing.assert_array_equal(np.asarray(tensors["blk.3.attn_q.weight"].data), q)
+    np.testing.assert_array_equal(np.asarray(tensors["output_norm.weight"].data), norm)
+    assert not np.asarray(tensors["blk.2.attn_q.weight"].data).any()
+    freqs = np.asarray(tensors["rope_freqs.weight"].data)  # settings travel as before
+    np.testing.assert_array_equal(freqs, gf._llama3_factors(cfg).astype(np.float32))
+
+
+def test_model_files_refuse_what_llama_cpp_would_not_load(tmp_path):
+    with pytest.raises(ValueError, match="hidden_size must be heads x head_dim = 3584"):
+        gf.write_model_gguf(str(tmp_path / "q.gguf"), load_config("Qwen2.5-7B-Instruct"),
+                            hidden_size=64)
+    with pytest.raises(ValueError, match="writing a loadable deepseek2 file is not supported"):
+        gf.write_model_gguf(str(tmp_path / "d.gguf"), load_config("DeepSeek-V3"))
+    with pytest.raises(ValueError, match=r"weights\['blk.0.attn_q.weight'\] must have shape"):
+        gf.write_model_gguf(str(tmp_path / "s.gguf"), load_config("Mistral-7B"),
+                            weights={"blk.0.attn_q.weight": np.zeros((4, 4))})
+
+
 _DIR = tempfile.mkdtemp(prefix="lessonlib-gguf-")
 _VALID = gf.write_gguf(os.path.join(_DIR, "valid.gguf"), load_config("Mistral-7B"))
 BAD_INPUTS = [
@@ -197,6 +258,16 @@ BAD_INPUTS = [
          bad=dict(path=st.sampled_from([None, 3]), hidden_size=ints(minimum=1), seed=ints(minimum=0),
                   **{"config.model_type": st.sampled_from(["mamba", None, 3]),
                      "config.vocab_size": ints(minimum=1) | st.just(DELETE)}),
+         names={"config.model_type": "model_type"}),
+    Case(gf.write_model_gguf, args=(os.path.join(_DIR, "m.gguf"), load_config("Mistral-7B")),
+         kwargs=dict(hidden_size=64, intermediate_size=128, vocab_size=256,
+                     weights={"output_norm.weight": np.ones(64, np.float32)}),
+         bad=dict(path=st.sampled_from([None, 3]), hidden_size=ints(minimum=1, none_ok=True),
+                  intermediate_size=ints(minimum=1), vocab_size=ints(minimum=4),
+                  weights=st.sampled_from([3, "w", [np.ones(64)], {"nope.weight": np.ones(64)},
+                                           {"output_norm.weight": np.ones(63)},
+                                           {"output_norm.weight": np.full(64, np.nan)}]),
+                  **{"config.model_type": st.sampled_from(["mamba", None, 3, "deepseek_v3"])}),
          names={"config.model_type": "model_type"}),
     Case(gf.finish, args=(gguf.GGUFWriter(os.path.join(_DIR, "f.gguf"), "llama"),),
          bad=dict(writer=st.sampled_from([None, 3, "f.gguf", object()]))),

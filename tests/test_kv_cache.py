@@ -345,6 +345,41 @@ def test_example5_fa_off_nearly_four_times_at_ub_512():
     assert 3.5 < fa_off / fa_on < 4 and 3.5 < ratio < 4
 
 
+def test_compute_phases_of_llama_3_1_8b_by_hand():
+    """-c 32768 -ub 512: fused, the F16 mask 32 MiB + Q 8 + output 8 + two hidden states 16;
+    unfused, 2 GiB of scores + the F32 mask 64 MiB + Q, output, new K/V 4 and 16; SwiGLU 3 x
+    ub x 14336 x 4 + 16; logits ub x 128,256 x 4 + 8. The logits are the fused lower bound."""
+    cfg = load_config("Llama-3.1-8B")
+    on = kc.llamacpp_compute_phases(cfg, 32768, 512, flash_attn=True)
+    off = kc.llamacpp_compute_phases(cfg, 32768, 512, flash_attn=False)
+    assert on.attention_bytes == (32 + 8 + 8 + 16) * MIB
+    assert off.attention_bytes == (2048 + 64 + 8 + 8 + 4 + 16) * MIB
+    assert on.ffn_bytes == off.ffn_bytes == 3 * 512 * 14336 * 4 + 16 * MIB
+    assert on.output_bytes == 512 * (128256 + 4096) * 4
+    assert on.lower_bound_bytes == on.output_bytes and off.lower_bound_bytes == off.attention_bytes
+    assert kc.llamacpp_compute_phases(cfg, 32769, 512, flash_attn=True).attention_bytes \
+        == on.attention_bytes + 512 * 256 * 2  # n_kv is the cache: -c rounded up to 256
+    with pytest.raises(ValueError, match="num_local_experts"):
+        kc.llamacpp_compute_phases(load_config("gpt-oss-20b"), 4096, 512, flash_attn=True)
+
+
+def test_non_unified_caches_give_each_sequence_its_stream():
+    """llama.cpp without --kv-unified: n_ctx_seq = pad(pad(c, 256) // n_seq, 256) cells per
+    stream; windowed layers pad(min(n_ctx_seq, W + ub), 256) per stream (the engine agrees:
+    tests/test_llamacpp.py)."""
+    g = load_config("Gemma-3-27B")  # W = 1024, 10 global and 52 sliding layers
+    split = kc.kv_cache_bytes(g, 4097, n_seq=3, n_ubatch=200, kv_unified=False)
+    assert split.global_layers.cells == 3 * 1536  # 4352 // 3 = 1450 -> 1536
+    assert split.sliding_layers.cells == 3 * 1280  # min(1536, 1024 + 200) -> 1280
+    shared = kc.kv_cache_bytes(g, 4097, n_seq=3, n_ubatch=200)
+    assert shared.global_layers.cells == 4352  # one stream of all the cells
+    assert shared.sliding_layers.cells == 3328  # min(4352, 3 x 1024 + 200) -> 3328
+    one = kc.kv_cache_bytes(g, 4097, n_ubatch=200, kv_unified=False)
+    assert one == kc.kv_cache_bytes(g, 4097, n_ubatch=200)
+    with pytest.raises(ValueError, match="kv_unified=False is llama.cpp's"):
+        kc.kv_cache_bytes(g, 4096, engine="vllm", kv_unified=False)
+
+
 # --------------------------------------------------------------------------- GQA and MLA
 
 def test_gqa_head_map_of_the_tiny_model():
@@ -740,6 +775,9 @@ BAD_INPUTS = [
          kwargs=dict(engine="llama.cpp", kv_type="q8_0"),
          bad=dict(kv_type=st.sampled_from(["q8", "F16", "fp16", "Q8_0", " f16", "", 2, True, ["f16"]]),
                   engine=st.sampled_from(["vllm"]))),
+    Case(kc.kv_cache_bytes, args=(_SWA, 4097), id="kv_cache_bytes[kv_unified]",
+         kwargs=dict(engine="llama.cpp", n_seq=3, kv_unified=False),
+         bad=dict(kv_unified=flags(), engine=st.sampled_from(["vllm", "ideal"]))),
     Case(kc.kv_cell_bytes, args=(GQA8, "q8_0"),
          bad=dict(kv_type=choices(list(kc.KV_TYPES)) | st.sampled_from(["q8", "Q8_0"]),
                   **{"config.head_dim": ints(minimum=1) | st.sampled_from([40, 33])})),
@@ -754,6 +792,12 @@ BAD_INPUTS = [
          bad=dict(max_model_len=ints(minimum=1), sliding_window=ints(minimum=1),
                   block_size=ints(minimum=1), extra_retained_tokens=ints(minimum=0),
                   max_in_flight_tokens=ints(minimum=0))),
+    Case(kc.llamacpp_compute_phases, args=(load_config("Llama-3.1-8B"), 4097, 200),
+         kwargs=dict(flash_attn=False),
+         bad=dict(n_ctx=ints(minimum=1), n_ubatch=ints(minimum=1), flash_attn=flags(),
+                  **{f"config.{k}": ints(minimum=1) | st.just(DELETE) for k in (
+                      "hidden_size", "intermediate_size", "vocab_size")},
+                  **{"config.num_local_experts": st.just(32)})),
     Case(kc.llamacpp_compute_buffer, args=(_TINY, 65536, 512), kwargs=dict(flash_attn=False),
          bad=dict(config=_CONFIG, n_ctx=ints(minimum=1), n_ubatch=ints(minimum=1),
                   flash_attn=flags(),

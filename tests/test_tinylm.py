@@ -20,6 +20,7 @@ from lessonlib.tinylm_results import DEFAULT_CONFIG
 skip_module_without("torch")  # every test here runs the model (kvtask's: tests/test_kvtask.py)
 torch = optional("torch")
 from lessonlib.tinylm import (NeedleModel, StreamingKVCache, TinyLM, answer_accuracy,  # noqa: E402
+                              export_gguf, neox_to_adjacent_pairs,
                               attention_to_first_tokens, check_tokens, data_path, decode,
                               load_tinylm, mask_tensor, rope_tables, rotate, save_tinylm,
                               token_losses, with_rope_scaling)
@@ -566,9 +567,62 @@ def test_forward_flags_and_masks_are_named():
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of the public functions, fed what a careful user might pass by mistake: each
 # must be a ValueError naming the argument (tests/_bad.py; coverage in test_validate.py).
+def test_adjacent_pair_rotation_of_permuted_rows_gives_the_neox_scores():
+    """Q and K rows reordered by neox_to_adjacent_pairs, rotated pair (2j, 2j+1) by angle
+    theta_j as llama.cpp's llama graph does, score exactly as the model's NeoX rotation of
+    (j, j + d/2) does; unpermuted, they do not."""
+    rng = np.random.default_rng(0)
+    hq, hkv, hd, d, n = 4, 2, 8, 16, 6
+    Wq, Wk = rng.standard_normal((hq * hd, d)), rng.standard_normal((hkv * hd, d))
+    x = rng.standard_normal((n, d))
+    cos, sin = rope_tables(dict(_CFG, head_dim=hd), n)
+    cos, sin = cos.double().numpy(), sin.double().numpy()  # (n, hd): NeoX layout, halves equal
+    theta_cos, theta_sin = cos[:, :hd // 2], sin[:, :hd // 2]
+
+    def neox(W, h):
+        v = (x @ W.T).reshape(n, h, hd)
+        a, b = v[..., :hd // 2], v[..., hd // 2:]
+        c, s_ = theta_cos[:, None], theta_sin[:, None]
+        return np.concatenate([a * c - b * s_, b * c + a * s_], -1)
+
+    def adjacent(W, h):
+        v = (x @ W.T).reshape(n, h, hd)
+        a, b = v[..., 0::2], v[..., 1::2]
+        c, s_ = theta_cos[:, None], theta_sin[:, None]
+        out = np.empty_like(v)
+        out[..., 0::2], out[..., 1::2] = a * c - b * s_, b * c + a * s_
+        return out
+
+    def scores(q, k):
+        return np.einsum("ihd,jhd->hij", q, np.repeat(k, hq // hkv, axis=1))
+
+    want = scores(neox(Wq, hq), neox(Wk, hkv))
+    got = scores(adjacent(neox_to_adjacent_pairs(Wq, hq), hq),
+                 adjacent(neox_to_adjacent_pairs(Wk, hkv), hkv))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert np.abs(scores(adjacent(Wq, hq), adjacent(Wk, hkv)) - want).max() > 1.0
+    assert (neox_to_adjacent_pairs(np.arange(8.0)[:, None], 1).ravel() ==
+            [0, 4, 1, 5, 2, 6, 3, 7]).all()
+
+
+def test_export_writes_what_llama_cpp_reads(tmp_path):
+    from lessonlib import gguf_file
+    model = load_tinylm()
+    m = gguf_file.read_gguf(export_gguf(model, str(tmp_path / "tiny.gguf")))
+    c = model.config
+    assert m.architecture == "llama" and m.n_tensors == 2 + 9 * c["num_hidden_layers"]
+    for key in ("hidden_size", "intermediate_size", "vocab_size", "num_hidden_layers",
+                "num_attention_heads", "num_key_value_heads", "head_dim", "rope_theta"):
+        assert m.config[key] == c[key], key
+    pi = gguf_file.read_gguf(export_gguf(load_tinylm("tinylm_pi2x.pt"), str(tmp_path / "pi.gguf")))
+    assert pi.config["rope_scaling"] == {"rope_type": "linear", "factor": 2.0}
+
+
 import io  # noqa: E402
 
-from _bad import DELETE, Case, bad_input_tests, choices, flags, ints, reals, texts  # noqa: E402
+from _bad import (DELETE, Case, arrays_with, bad_input_tests, choices, flags, ints,  # noqa: E402
+                  reals, texts)
+import tempfile  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from lessonlib.tinylm import StreamingKVCache as _Cache  # noqa: E402
@@ -680,6 +734,12 @@ BAD_INPUTS = [
                   extra=st.sampled_from([{"config": {}}, {"state_dict": {}}, {"dtype": "fp32"}])),
          names=dict(extra="state_dict")),
     Case(data_path, args=("tinylm.pt",), bad=dict(name=texts() | st.just(""))),
+    Case(neox_to_adjacent_pairs, args=(np.arange(64.0).reshape(8, 8), 2),
+         bad=dict(weight=arrays_with(np.arange(64.0).reshape(8, 8), kind="real", ranks=(2,))
+                  | st.just(np.zeros((6, 8))),
+                  n_heads=ints(minimum=1) | st.just(3))),
+    Case(export_gguf, args=(_M, os.path.join(tempfile.mkdtemp(), "tiny.gguf")),
+         bad=dict(model=st.sampled_from([None, "model", {}]), path=texts())),
     Case(decode, args=(_M, _TOKENS), kwargs=dict(n_sink=1, n_recent=4, positions="cache"),
          bad=dict(model=st.sampled_from([None, "model", lambda t: t]), tokens=_BAD_TOKENS,
                   n_sink=ints(minimum=0), n_recent=ints(minimum=1, none_ok=True),
