@@ -25,7 +25,7 @@ from . import _validate as check
 from . import kv_cache as kc
 
 __all__ = ["available", "allocations", "logits", "parse_log", "lessonlib_caches", "load_results",
-           "EngineCache",
+           "rope_arguments", "Session", "EngineCache",
            "EngineMemory", "GGML_TYPES", "ROPE_ARGUMENTS"]
 
 # ggml's type ids for the cache types llama.cpp accepts for K and V (ggml.h, enum ggml_type)
@@ -258,3 +258,89 @@ def load_results():
     from importlib import resources
     return json.loads(resources.files("lessonlib").joinpath(
         "data", "llamacpp_results.json").read_text())
+
+
+# llama.cpp's rope_scaling_type values (llama.h, enum llama_rope_scaling_type)
+_ROPE_SCALING_TYPES = {"none": 0, "linear": 1, "yarn": 2}
+
+
+def rope_arguments(rope_scaling, original_max_position_embeddings=None):
+    """llama.cpp's own context parameters for a config.json ``rope_scaling`` dict (``logits``'
+    and ``Session``'s ``**rope``): None -> none (what the file says); linear factor s ->
+    ``rope_freq_scale = 1 / s``; yarn -> ``rope_scaling_type`` 2, ``rope_freq_scale = 1 / s``,
+    ``yarn_orig_ctx`` (the block's original_max_position_embeddings, else the argument),
+    ``yarn_beta_fast`` / ``yarn_beta_slow`` where given, and ``yarn_attn_factor`` = the
+    block's attention_factor divided by llama.cpp's own ``0.1 ln s + 1`` where one is given
+    (llama.cpp multiplies the two). Another rope_type has no llama.cpp parameter: an error."""
+    import math
+    if rope_scaling is None:
+        return {}
+    if not isinstance(rope_scaling, dict):
+        raise ValueError(f"rope_scaling must be a dict or None, got {check.describe(rope_scaling)}")
+    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
+    factor = check.real("rope_scaling.factor", rope_scaling.get("factor"), minimum=1.0)
+    if kind == "linear":
+        return {"rope_freq_scale": 1.0 / factor}
+    if kind != "yarn":
+        raise ValueError(f"rope_scaling.rope_type {kind!r} has no llama.cpp context parameter "
+                         f"here (linear and yarn do)")
+    orig = rope_scaling.get("original_max_position_embeddings", original_max_position_embeddings)
+    out = {"rope_scaling_type": _ROPE_SCALING_TYPES["yarn"], "rope_freq_scale": 1.0 / factor,
+           "yarn_orig_ctx": check.integer("rope_scaling.original_max_position_embeddings", orig,
+                                          minimum=1)}
+    for key, arg in (("beta_fast", "yarn_beta_fast"), ("beta_slow", "yarn_beta_slow")):
+        if rope_scaling.get(key) is not None:
+            out[arg] = check.real(f"rope_scaling.{key}", rope_scaling[key])
+    if rope_scaling.get("attention_factor") is not None:
+        wanted = check.real("rope_scaling.attention_factor", rope_scaling["attention_factor"],
+                            above=0.0)
+        out["yarn_attn_factor"] = wanted / (0.1 * math.log(factor) + 1.0)
+    return out
+
+
+class Session:
+    """One llama.cpp context kept open for many prompts: ``last_logits(tokens)`` evaluates a
+    sequence from position 0 (the cache cleared first) and returns the float32 logits of its
+    last token. ``n_ctx`` bounds the prompts; ``kv_type`` and ``**rope`` as in ``logits``. Use
+    it as a context manager, or call ``close()``."""
+
+    def __init__(self, path, n_ctx, *, kv_type="f32", **rope):
+        path, self.vocab = _gguf_path(path)
+        self.n_ctx = check.integer("n_ctx", n_ctx, minimum=1)
+        for name, value in rope.items():
+            if name not in ROPE_ARGUMENTS:
+                raise ValueError(f"{name!r} is not a RoPE argument of llama.cpp (they are "
+                                 f"{', '.join(ROPE_ARGUMENTS)})")
+        t = _cache_type("kv_type", kv_type)
+        llama_cpp = _llama_cpp()
+        global _quiet
+        if _quiet is None:
+            _quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        with _captured_log(llama_cpp):
+            self._llm = llama_cpp.Llama(model_path=path, n_ctx=self.n_ctx, n_batch=self.n_ctx,
+                                        n_ubatch=self.n_ctx, n_threads=1, n_threads_batch=1,
+                                        logits_all=True,  # else llama-cpp-python keeps none
+                                        type_k=t, type_v=t, verbose=False, **rope)
+
+    def last_logits(self, tokens):
+        import numpy as np
+        if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+            raise ValueError(f"tokens must be a sequence of token ids, got "
+                             f"{check.describe(tokens)}")
+        tokens = [check.integer("tokens", t, minimum=0, maximum=self.vocab - 1) for t in tokens]
+        if not 1 <= len(tokens) <= self.n_ctx:
+            raise ValueError(f"tokens must hold 1 to n_ctx = {self.n_ctx} ids, got {len(tokens)}")
+        self._llm.reset()
+        self._llm.eval(tokens)
+        return np.array(self._llm.scores[len(tokens) - 1], dtype=np.float32)
+
+    def close(self):
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

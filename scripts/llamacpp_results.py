@@ -13,6 +13,9 @@ engine: the file is committed); tests/test_llamacpp.py checks the file against a
   difference and how often the two agree on the top token, within and past the trained length,
   with llama.cpp's own RoPE settings; and two runs that should not agree (YaRN without
   truncation, and an export without the pair permutation).
+- needles: notebook 10's needle grid (scripts/tinylm_experiments.py's, every model and variant,
+  the same haystacks) answered by llama.cpp running the exported models, beside the committed
+  torch grid (lessonlib/data/tinylm_results/needles.json).
 """
 import json
 import os
@@ -106,10 +109,50 @@ def _logits(directory):
     return rows
 
 
+def _needles(directory):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import tinylm_experiments as experiments
+    from lessonlib import kvtask, llamacpp, tinylm, tinylm_results
+    models = {n: tinylm.load_tinylm(p) for n, p in experiments.MODELS.items()}
+    files = {n: tinylm.export_gguf(m, os.path.join(directory, f"needles-{n}.gguf"))
+             for n, m in models.items()}
+    grid = experiments.FULL["needles"]
+    tok, sessions = kvtask.KVTokenizer(), []
+
+    def ask_for(model_name, model, variant):
+        rope = experiments.rope_for(model, variant)  # None: the file's own (PI's linear 2)
+        scaling = None if rope is None else rope.get("rope_scaling")
+        session = llamacpp.Session(files[model_name], max(grid["lengths"]),
+                                   **llamacpp.rope_arguments(scaling))
+        sessions.append(session)
+
+        def ask(prompt):
+            ids = [kvtask.BOS] + list(prompt.tokens) + tok.encode(prompt.question)
+            return "pass: " + tok.decode([int(session.last_logits(ids).argmax())])
+        return ask
+
+    try:
+        engine = experiments.run_needles(models, grid, ask_for)
+    finally:
+        for session in sessions:
+            session.close()
+    torch_grid = tinylm_results.load_results("needles")
+    rows = []
+    for ours, theirs in zip(engine["cells"], torch_grid["cells"]):
+        assert (ours["model"], ours["variant"]) == (theirs["model"], theirs["variant"])
+        rows.append({"model": ours["model"], "variant": ours["variant"],
+                     "rope_scaling": ours["rope_scaling"],
+                     "found_fraction": ours["found_fraction"],
+                     "torch_found_fraction": theirs["found_fraction"]})
+    return {"lengths": engine["lengths"], "depths": engine["depths"],
+            "trials": engine["trials"], "cells": rows}
+
+
 def measure(directory):
     import llama_cpp
     return {"engine": f"llama-cpp-python {llama_cpp.__version__}",
-            "caches": _caches(directory), "logits": _logits(directory)}
+            "caches": _caches(directory), "logits": _logits(directory),
+            "needles": _needles(directory)}
 
 
 def main():

@@ -133,7 +133,13 @@ def needle_trial(trial, n_filler):
     return kvtask.needle_haystack((NEEDLE_SEED, trial, n_filler), n_filler)
 
 
-def run_needles(models, grid):
+def run_needles(models, grid, ask_for=None):
+    """The needle grid of every (model, variant) cell. ``ask_for(model_name, model, variant)``
+    gives the callable that answers a prompt (default: ``NeedleModel`` on the torch model;
+    scripts/llamacpp_results.py passes llama.cpp's)."""
+    if ask_for is None:
+        def ask_for(model_name, model, variant):
+            return NeedleModel(model, rope_for(model, variant))
     if not set(grid["depths"]) <= set(NEEDLE_DEPTHS):
         raise ValueError(f"needle depths must come from {NEEDLE_DEPTHS}, got {grid['depths']}")
     extra = 1 + kvtask.NEEDLE_LEN + kvtask.QUERY_LEN  # <bos>, the needle, the question
@@ -141,7 +147,7 @@ def run_needles(models, grid):
     cells = []
     for model_name, variant in grid["cells"]:
         model = models[model_name]
-        ask = NeedleModel(model, rope_for(model, variant))
+        ask = ask_for(model_name, model, variant)
         found = np.zeros((len(filler_lengths), len(grid["depths"])))
         t0 = time.perf_counter()
         for trial in range(grid["trials"]):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from _bad import Case, bad_input_tests, choices, flags, ints, texts
+from _bad import Case, bad_input_tests, choices, flags, ints, reals, texts
 from lessonlib import gguf_file as gf
 from lessonlib import kv_cache as kc
 from lessonlib import llamacpp as L
@@ -216,6 +216,36 @@ def test_without_the_pair_permutation_the_engine_runs_another_model(tiny, tmp_pa
     assert np.abs(out - ref).max() > 1.0 and (out.argmax(1) == ref.argmax(1)).mean() < 0.5
 
 
+def test_rope_arguments_are_llama_cpps_names_for_a_rope_scaling_block():
+    assert L.rope_arguments(None) == {}
+    assert L.rope_arguments({"rope_type": "linear", "factor": 4.0}) == {"rope_freq_scale": 0.25}
+    yarn = L.rope_arguments({"rope_type": "yarn", "factor": 8.0,
+                             "original_max_position_embeddings": 256, "beta_fast": 16})
+    assert yarn == {"rope_scaling_type": 2, "rope_freq_scale": 0.125, "yarn_orig_ctx": 256,
+                    "yarn_beta_fast": 16.0}
+    # llama.cpp multiplies its own 0.1 ln s + 1 by yarn_attn_factor: an explicit factor of 1
+    # (YaRN without mscale) is 1 / (0.1 ln 8 + 1) there
+    plain = L.rope_arguments({"type": "yarn", "factor": 8.0, "attention_factor": 1.0},
+                             original_max_position_embeddings=4096)
+    assert plain["yarn_orig_ctx"] == 4096
+    assert plain["yarn_attn_factor"] == pytest.approx(1 / (0.1 * np.log(8.0) + 1))
+    with pytest.raises(ValueError, match="'dynamic' has no llama.cpp context parameter"):
+        L.rope_arguments({"rope_type": "dynamic", "factor": 2.0})
+    with pytest.raises(ValueError, match="original_max_position_embeddings"):
+        L.rope_arguments({"rope_type": "yarn", "factor": 2.0})
+
+
+@engine
+def test_a_session_answers_as_one_shot_logits_do(tiny):
+    model, path, tokens, reference = tiny
+    with L.Session(path, 512) as session:
+        for n in (256, 100, 512):  # the cache is cleared between prompts
+            last = session.last_logits(tokens[:n])
+            assert np.abs(last - reference(n)[-1]).max() < 1e-3
+        with pytest.raises(ValueError, match="1 to n_ctx = 512 ids"):
+            session.last_logits(tokens + tokens)
+
+
 @engine
 def test_the_committed_results_are_what_the_engine_says_now():
     """lessonlib/data/llamacpp_results.json (what notebooks 05, 06 and 10 print) against a
@@ -229,6 +259,12 @@ def test_the_committed_results_are_what_the_engine_says_now():
     with tempfile.TemporaryDirectory() as d:
         fresh = module.measure(d)
     assert fresh["caches"] == committed["caches"]
+    for a, b in zip(fresh["needles"]["cells"], committed["needles"]["cells"]):
+        # the same haystacks answered again: at most one answer in a hundred may flip
+        # where the top two logits of a prompt are within float32 rounding of each other
+        diff = np.abs(np.array(a["found_fraction"]) - np.array(b["found_fraction"]))
+        assert diff.sum() * fresh["needles"]["trials"] <= 0.01 * diff.size * \
+            fresh["needles"]["trials"] + 1e-9, (a["model"], a["variant"])
     for a, b in zip(fresh["logits"], committed["logits"]):
         assert a["name"] == b["name"] and abs(a["argmax_agree"] - b["argmax_agree"]) <= 0.01
         assert abs(a["max_abs_diff"] - b["max_abs_diff"]) <= 0.1 * b["max_abs_diff"] + 1e-4
@@ -265,5 +301,26 @@ if WHY is None:  # the valid calls need the engine
                       n_ctx=ints(minimum=3, none_ok=True), kv_type=choices(L.GGML_TYPES),
                       flash_attn=flags()),
              names={"tokens": "tokens"}),
+    ]
+BAD_INPUTS += [
+    Case(L.rope_arguments, args=({"rope_type": "yarn", "factor": 4.0},),
+         kwargs=dict(original_max_position_embeddings=256),
+         bad={"rope_scaling": st.sampled_from(["yarn", 4.0, ["yarn"]]),
+              "rope_scaling.factor": reals(minimum=1.0),
+              "rope_scaling.rope_type": st.sampled_from(["ntk", "YARN", None, 3]),
+              "original_max_position_embeddings": ints(minimum=1)},
+         names={"rope_scaling.factor": "rope_scaling.factor",
+                "rope_scaling.rope_type": "rope_type",
+                "original_max_position_embeddings": "rope_scaling.original_max_position_embeddings"}),
+]
+if WHY is None:
+    BAD_INPUTS += [
+        Case(L.Session, args=(_TINY, 64), kwargs=dict(kv_type="f16", rope_freq_scale=0.5),
+             bad=dict(path=st.sampled_from([None, 3, "/nonexistent.gguf"]), n_ctx=ints(minimum=1),
+                      kv_type=choices(L.GGML_TYPES))),
+        Case(L.Session.last_logits, args=([5, 6, 7],),
+             call=lambda tokens: L.Session(_TINY, 16).last_logits(tokens),
+             bad=dict(tokens=st.sampled_from([[], [1.5], ["a"], [-1], [300], None, "abc",
+                                              list(range(17))]))),
     ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
