@@ -111,10 +111,14 @@ def available():
 
 
 def _llama_cpp():
+    """llama_cpp, with a quiet log callback ready for ``_captured_log`` to put back."""
+    global _quiet
     why = available()
     if why is not None:
         raise RuntimeError(why)
     import llama_cpp
+    if _quiet is None:
+        _quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
     return llama_cpp
 
 
@@ -168,9 +172,6 @@ def allocations(path, n_ctx, *, n_seq=1, n_batch=None, n_ubatch=512, kv_unified=
     flash_attn = check.flag("flash_attn", flash_attn)
     tk, tv = _cache_type("type_k", type_k), _cache_type("type_v", type_v)
     llama_cpp = _llama_cpp()
-    global _quiet
-    if _quiet is None:
-        _quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
     with _captured_log(llama_cpp) as lines:
         mp = llama_cpp.llama_model_default_params()
         mp.use_mmap = True
@@ -235,9 +236,6 @@ def logits(path, tokens, *, n_ctx=None, kv_type="f32", flash_attn=False, **rope)
     flash_attn = check.flag("flash_attn", flash_attn)
     t = _cache_type("kv_type", kv_type)
     llama_cpp = _llama_cpp()
-    global _quiet
-    if _quiet is None:
-        _quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
     with _captured_log(llama_cpp) as lines:
         llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx,
                               n_threads=1, n_threads_batch=1, logits_all=True, type_k=t,
@@ -313,9 +311,6 @@ class Session:
                                  f"{', '.join(ROPE_ARGUMENTS)})")
         t = _cache_type("kv_type", kv_type)
         llama_cpp = _llama_cpp()
-        global _quiet
-        if _quiet is None:
-            _quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
         with _captured_log(llama_cpp):
             self._llm = llama_cpp.Llama(model_path=path, n_ctx=self.n_ctx, n_batch=self.n_ctx,
                                         n_ubatch=self.n_ctx, n_threads=1, n_threads_batch=1,
