@@ -146,6 +146,19 @@ def _cache_type(name, value):
     return GGML_TYPES[check.choice(name, value, GGML_TYPES)]
 
 
+def _rope_kwargs(rope):
+    """``**rope`` checked: names from ``ROPE_ARGUMENTS``, whole numbers for the scaling type and
+    the original context, real numbers for the rest."""
+    out = {}
+    for name, value in rope.items():
+        if name not in ROPE_ARGUMENTS:
+            raise ValueError(f"{name!r} is not a RoPE argument of llama.cpp (they are "
+                             f"{', '.join(ROPE_ARGUMENTS)})")
+        out[name] = (check.integer(name, value, minimum=-1)
+                     if name in ("rope_scaling_type", "yarn_orig_ctx") else check.real(name, value))
+    return out
+
+
 def _gguf_path(path):
     """A GGUF file's path, and its vocabulary size (token ids must stay below it)."""
     import os
@@ -227,12 +240,7 @@ def logits(path, tokens, *, n_ctx=None, kv_type="f32", flash_attn=False, **rope)
     if not tokens:
         raise ValueError("tokens must hold at least one token id")
     n_ctx = len(tokens) if n_ctx is None else check.integer("n_ctx", n_ctx, minimum=len(tokens))
-    for name, value in rope.items():
-        if name not in ROPE_ARGUMENTS:
-            raise ValueError(f"{name!r} is not a RoPE argument of llama.cpp (they are "
-                             f"{', '.join(ROPE_ARGUMENTS)})")
-        rope[name] = (check.integer(name, value, minimum=-1)
-                      if name in ("rope_scaling_type", "yarn_orig_ctx") else check.real(name, value))
+    rope = _rope_kwargs(rope)
     flash_attn = check.flag("flash_attn", flash_attn)
     t = _cache_type("kv_type", kv_type)
     llama_cpp = _llama_cpp()
@@ -305,10 +313,7 @@ class Session:
     def __init__(self, path, n_ctx, *, kv_type="f32", **rope):
         path, self.vocab = _gguf_path(path)
         self.n_ctx = check.integer("n_ctx", n_ctx, minimum=1)
-        for name, value in rope.items():
-            if name not in ROPE_ARGUMENTS:
-                raise ValueError(f"{name!r} is not a RoPE argument of llama.cpp (they are "
-                                 f"{', '.join(ROPE_ARGUMENTS)})")
+        rope = _rope_kwargs(rope)
         t = _cache_type("kv_type", kv_type)
         llama_cpp = _llama_cpp()
         with _captured_log(llama_cpp):

@@ -2,6 +2,7 @@
 llama.cpp runs, and gives the report the config gives (for llama.cpp)."""
 import math
 import os
+import sys
 import tempfile
 
 import gguf
@@ -193,6 +194,9 @@ LOADABLE = ["Llama-3.1-8B", "Mistral-7B", "Qwen2.5-7B-Instruct", "Gemma-3-27B", 
 
 @pytest.mark.parametrize("name", LOADABLE)
 def test_model_files_keep_the_attention_shape_and_take_no_disk(tmp_path, name):
+    if name.startswith("Qwen") and sys.platform == "win32":
+        pytest.skip("needs a file system that keeps holes: NTFS would write Qwen2.5-7B's 3.3 GB "
+                    "of zero weights")
     cfg = load_config(name)
     path = gf.write_model_gguf(str(tmp_path / "m.gguf"), cfg)
     m = gf.read_gguf(path)
@@ -216,7 +220,8 @@ def test_model_files_keep_the_attention_shape_and_take_no_disk(tmp_path, name):
     st_ = os.stat(path)
     end = max(t.data_offset + t.n_bytes for t in reader.tensors)
     assert st_.st_size == end + (-end) % 32  # the real length ...
-    assert st_.st_blocks * 512 < 2 * 1024 * 1024  # ... and only the metadata written
+    if hasattr(st_, "st_blocks"):  # POSIX: only the metadata's blocks are written
+        assert st_.st_blocks * 512 < 2 * 1024 * 1024
     weights = [t for t in reader.tensors if not t.name.startswith(("rope_", "blk.0.attn_sinks"))
                and "attn_sinks" not in t.name]
     assert not any(np.asarray(t.data).any() for t in weights[:3] + weights[-3:])  # zeros

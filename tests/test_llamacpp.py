@@ -299,7 +299,7 @@ if WHY is None:  # the valid calls need the engine
              bad=dict(path=st.sampled_from([None, 3, "/nonexistent.gguf"]),
                       tokens=st.sampled_from([[], [1.5], ["a"], [-1], [300], None]),
                       n_ctx=ints(minimum=3, none_ok=True), kv_type=choices(L.GGML_TYPES),
-                      flash_attn=flags()),
+                      flash_attn=flags(), **{"rope.rope_freq_scale": reals()}),
              names={"tokens": "tokens"}),
     ]
 BAD_INPUTS += [
@@ -316,8 +316,9 @@ BAD_INPUTS += [
 if WHY is None:
     BAD_INPUTS += [
         Case(L.Session, args=(_TINY, 64), kwargs=dict(kv_type="f16", rope_freq_scale=0.5),
-             bad=dict(path=st.sampled_from([None, 3, "/nonexistent.gguf"]), n_ctx=ints(minimum=1),
-                      kv_type=choices(L.GGML_TYPES))),
+             bad={"path": st.sampled_from([None, 3, "/nonexistent.gguf"]),
+                  "n_ctx": ints(minimum=1), "kv_type": choices(L.GGML_TYPES),
+                  "rope.rope_freq_scale": reals()}),
         Case(L.Session.last_logits, args=([5, 6, 7],),
              call=lambda tokens: L.Session(_TINY, 16).last_logits(tokens),
              bad=dict(tokens=st.sampled_from([[], [1.5], ["a"], [-1], [300], None, "abc",
