@@ -180,7 +180,7 @@ engine: $(ENGINE)/.installed
 	LESSONLIB_ENGINE=1 TRITON_INTERPRET=1 MPLBACKEND=Agg $(ENGINE_PY) -m pytest \
 	  tests/test_llamacpp.py tests/test_validate.py -q -rs
 
-# What notebooks 05, 06 and 10 print of the engine (lessonlib/data/llamacpp_results.json).
+# What notebooks 01, 05, 06 and 10 print of the engine (lessonlib/data/llamacpp_results.json).
 engine-results: $(ENGINE)/.installed
 	$(ENGINE_PY) scripts/llamacpp_results.py
 

@@ -2,12 +2,15 @@
 
     .venv-engine/bin/python scripts/llamacpp_results.py      (after make engine)
 
-Notebooks 05, 06 and 10 print these results beside lessonlib's own numbers (students have no
+Notebooks 01, 05, 06 and 10 print these results beside lessonlib's own numbers (students have no
 engine: the file is committed); tests/test_llamacpp.py checks the file against a fresh run.
 
 - caches: for real attention shapes (zero-weight GGUF files written by
   gguf_file.write_model_gguf), the KV caches llama.cpp allocates at the contexts and settings
   the notebooks discuss: cells, streams, layers and MiB of each cache, as the engine logs them.
+- compute: notebook 01's compute buffer, the tiny Qwen2-vocabulary model (its config's shape,
+  zero weights) at -c 65536 with -ub 128 and 512, flash attention on and off: the MiB the
+  engine reserves, to the four decimals it logs when the context is freed.
 - logits: the tiny model of notebook 10 exported with its weights (tinylm.export_gguf), its
   next-token logits in llama.cpp against lessonlib.tinylm's at every position: the largest
   difference and how often the two agree on the top token, within and past the trained length,
@@ -40,6 +43,9 @@ CACHE_ROWS = [
     ("Gemma-3-27B", dict(n_ctx=8192, n_seq=4, kv_unified=True)),
     ("gpt-oss-20b", dict(n_ctx=16384)),
 ]
+# (model, n_ctx, n_ubatch, flash_attn): what notebook 01 prints
+COMPUTE_ROWS = [("tiny-random-qwen2vocab", 65536, ub, fa) for fa in (True, False)
+                for ub in (128, 512)]
 TRAINED = 256
 
 
@@ -58,6 +64,22 @@ def _caches(directory):
         rows.append({"model": name, "settings": settings, "n_ctx": m.n_ctx, "caches": [
             {"kind": c.kind, "cells": c.cells, "streams": c.streams, "layers": c.layers,
              "mib": c.mib, "type": c.type_k} for c in m.caches]})
+    return rows
+
+
+def _compute(directory):
+    from lessonlib import gguf_file, llamacpp
+    from lessonlib.configs import load_config
+    files, rows = {}, []
+    for name, n_ctx, ub, fa in COMPUTE_ROWS:
+        if name not in files:
+            cfg = load_config(name)
+            files[name] = gguf_file.write_model_gguf(
+                os.path.join(directory, f"{name}.gguf"), cfg, hidden_size=cfg["hidden_size"],
+                intermediate_size=cfg["intermediate_size"], vocab_size=cfg["vocab_size"])
+        m = llamacpp.allocations(files[name], n_ctx, n_ubatch=ub, flash_attn=fa)
+        rows.append({"model": name, "n_ctx": n_ctx, "n_ubatch": ub, "flash_attn": fa,
+                     "mib": m.compute_mib["CPU"]})
     return rows
 
 
@@ -151,7 +173,8 @@ def _needles(directory):
 def measure(directory):
     import llama_cpp
     return {"engine": f"llama-cpp-python {llama_cpp.__version__}",
-            "caches": _caches(directory), "logits": _logits(directory),
+            "caches": _caches(directory), "compute": _compute(directory),
+            "logits": _logits(directory),
             "needles": _needles(directory)}
 
 
@@ -160,7 +183,8 @@ def main():
         results = measure(d)
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}: {len(results['caches'])} cache rows, "
-          f"{len(results['logits'])} logit comparisons ({results['engine']})")
+          f"{len(results['compute'])} compute buffers, {len(results['logits'])} logit "
+          f"comparisons ({results['engine']})")
     return 0
 
 

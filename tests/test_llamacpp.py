@@ -248,7 +248,7 @@ def test_a_session_answers_as_one_shot_logits_do(tiny):
 
 @engine
 def test_the_committed_results_are_what_the_engine_says_now():
-    """lessonlib/data/llamacpp_results.json (what notebooks 05, 06 and 10 print) against a
+    """lessonlib/data/llamacpp_results.json (what notebooks 01, 05, 06 and 10 print) against a
     fresh run of scripts/llamacpp_results.py's measurements."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
@@ -259,6 +259,7 @@ def test_the_committed_results_are_what_the_engine_says_now():
     with tempfile.TemporaryDirectory() as d:
         fresh = module.measure(d)
     assert fresh["caches"] == committed["caches"]
+    assert fresh["compute"] == committed["compute"]
     for a, b in zip(fresh["needles"]["cells"], committed["needles"]["cells"]):
         # the same haystacks answered again: at most one answer in a hundred may flip
         # where the top two logits of a prompt are within float32 rounding of each other

@@ -21,12 +21,11 @@ if torch is not None:
     hf_logging.set_verbosity_error()  # HF warns about the configs we feed it on purpose
 
 MODELS = ["Llama-3.1-8B", "Llama-3.2-1B", "Qwen2.5-7B-Instruct", "DeepSeek-V3", "gpt-oss-20b",
-          "Phi-3.5-mini-instruct", "Gemma-3-27B", "Mistral-7B"]
+          "Phi-3.5-mini-instruct", "Gemma-3-27B", "Mistral-7B", "tiny-random-qwen2vocab"]
 # The shipped configs that record only the attention facts a lesson needs, and the keys a
 # weight count needs that each one lacks (all of them are named in the error)
 PARTIAL = {"Llama-3-8B-hybrid-3to1": ("model_type", "vocab_size", "intermediate_size"),
-           "tiny-gemma3-swa": ("vocab_size", "hidden_size", "intermediate_size"),
-           "tiny-random-qwen2vocab": ("model_type", "hidden_size", "intermediate_size")}
+           "tiny-gemma3-swa": ("vocab_size", "hidden_size", "intermediate_size")}
 # Published parameter counts (model cards; DeepSeek-V3: 671B main model, 685B with its MTP
 # module; gpt-oss-20b: 20.9B; Gemma 3 27B: the language model without its 0.4B vision tower)
 PUBLISHED = {"Llama-3.1-8B": 8_030_261_248, "Mistral-7B": 7_241_732_096,
@@ -216,7 +215,7 @@ def test_bytes_per_dtype(dtype, size):
 @needs("torch")
 @pytest.mark.parametrize("name", [n for n in MODELS if n != "DeepSeek-V3"])
 def test_bytes_match_hf_tensor_list(name):
-    config = load_config(name)
+    config = dict(load_config(name), torch_dtype="bfloat16")
     assert W.weight_bytes(config).bytes == hf_bytes(config, 2)
     fp32 = dict(config, torch_dtype="float32")
     assert W.weight_bytes(fp32).bytes == hf_bytes(fp32, 4)
@@ -233,6 +232,17 @@ def test_fp8_bytes_match_transformers_fp8_model():
     w = W.weight_bytes(full)
     assert w.bytes == hf_fp8_bytes(full)
     assert w.bytes / 1e9 == pytest.approx(673.15, abs=0.01)
+
+
+def test_the_tiny_qwen2_vocabulary_model_by_hand():
+    """2 layers of a 256-wide model (Q and O 256 x 256, K and V 256 x 64, biases on Q, K, V;
+    SwiGLU 3 x 256 x 512; two norms), the final norm, and two 151,936 x 256 matrices: the
+    embedding and the untied output. In float32, 4 bytes each."""
+    h, vocab = 256, 151936
+    layer = 2 * (h * h + h) + 2 * (h * 64 + 64) + 3 * h * 512 + 2 * h - h  # O has no bias
+    w = W.weight_bytes(load_config("tiny-random-qwen2vocab"))
+    assert w.params == 2 * vocab * h + 2 * layer + h == 78_907_392
+    assert w.bytes == 4 * w.params
 
 
 def test_deepseek_v3_says_what_is_left_out():
