@@ -3,11 +3,13 @@
     make present NB=08_rope_scaling
     .venv/bin/python scripts/present.py 08_rope_scaling [--port 8866] [--token T]
 
-Voila runs the notebook top to bottom in a fresh kernel and shows what a room needs: no code
-(``strip_sources``), no prose or printed output, the sliders, figures and readouts in large type
-(the ``presenter`` template in presenter/voila/templates/, found through JUPYTER_PATH; figures
-at 130 dpi through presenter/matplotlibrc). It listens on 127.0.0.1 only, behind a token, and
-prints the URL to open. Ctrl-C stops it and its kernel.
+Voila runs the notebook top to bottom in a fresh kernel as soon as it starts (a pre-heated
+kernel: a page opened once that run is over, about 10 s after start on 2 cores, shows its
+figures in a few seconds; a reload takes the next kernel, heated as the page opens). The page
+shows what a room needs: no code (``strip_sources``), no prose or printed output, the sliders,
+figures and readouts in large type (the ``presenter`` template in presenter/voila/templates/,
+found through JUPYTER_PATH; figures at 130 dpi through presenter/matplotlibrc). It listens on
+127.0.0.1 only, behind a token, and prints the URL to open. Ctrl-C stops it and its kernels.
 
 tests/browser/test_present.py starts Voila through this script, so what the test checks is what
 an instructor runs.
@@ -22,6 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PRESENTER = ROOT / "presenter"
 TEMPLATE = "presenter"  # presenter/voila/templates/presenter/
+PREHEATED = "Kernel pool of"  # Voila's log line once the notebook has run in its kernel
+# Voila heats the next kernel (for a reload) this long after a page takes one: at once, so that
+# its run of the notebook overlaps the page's loading (first figures in 3-4.5 s on 2 cores,
+# against 2-3 s with 5 s of delay) and is over before the demo's first key presses
+FILL_DELAY_S = 0
 
 
 def notebook_path(name):
@@ -53,7 +60,12 @@ def voila_command(notebook, port, token):
             "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
             "--Voila.port_retries=0",  # a taken port is an error, not a different URL
             f"--Voila.token={token}",
-            f"--template={TEMPLATE}", "--strip_sources=True"]
+            f"--template={TEMPLATE}", "--strip_sources=True",
+            # run the notebook in a kernel as the server starts, not when the page is opened
+            # (PREHEATED is logged when that kernel has started); once a page has taken it,
+            # Voila heats the next one for a reload FILL_DELAY_S later
+            "--preheat_kernel=True", "--pool_size=1",
+            f"--VoilaKernelManager.fill_delay={FILL_DELAY_S}"]
 
 
 def voila_env(base=None):
@@ -78,8 +90,8 @@ def main(argv=None):
     notebook = notebook_path(args.notebook)
     port = args.port or free_port()
     token = args.token or secrets.token_hex(16)
-    print(f"Presenting {notebook.name} (widgets only). Open this URL; Ctrl-C stops it:\n"
-          f"    {presenter_url(port, token)}", flush=True)
+    print(f"Presenting {notebook.name} (widgets only). The notebook runs now; open this URL in "
+          f"about 10 seconds (Ctrl-C stops it):\n    {presenter_url(port, token)}", flush=True)
     cmd = voila_command(notebook, port, token)
     os.execve(cmd[0], cmd, voila_env())  # Voila replaces this process: signals reach it
 

@@ -4,6 +4,7 @@ lessonlib widget on a page (sliders, ipympl canvas, readout) moved with the keyb
 Selectors and flags were measured with JupyterLab 4.6, ipywidgets 8.1, ipympl 0.10, Voila 0.5
 and Debian's Chromium 156; each is explained where it is used.
 """
+import importlib.util
 import os
 import re
 import shutil
@@ -21,6 +22,9 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("present", ROOT / "scripts" / "present.py")
+_PRESENT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_PRESENT)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
@@ -101,6 +105,26 @@ def port_open(port):
         return False
 
 
+def _cpu_ticks_below(pid):
+    """User and system CPU ticks of every process below ``pid`` (Linux /proc), or None while
+    there is none."""
+    parent, ticks = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        child = int(stat.parent.name)
+        parent[child], ticks[child] = int(fields[1]), int(fields[11]) + int(fields[12])
+    below, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in below]
+        below.update(kids)
+        todo += kids
+    return sum(ticks[c] for c in below) if below else None
+
+
 class Server:
     """A server process this session starts: waited for, then stopped with SIGTERM (JupyterLab
     and Voila both shut their kernels down on it), SIGKILL to its process group if it hangs."""
@@ -126,6 +150,25 @@ class Server:
                 raise RuntimeError(f"{self.name} not {what} after {timeout_s} s; its log:\n"
                                    f"{self.log()[-3000:]}")
             time.sleep(0.2)
+
+    def wait_for_presenter(self, port, timeout_s=180, quiet_s=1.5):
+        """scripts/present.py's Voila: serving on ``port`` with its first kernel started
+        (``PREHEATED`` in the log), and that kernel done running the notebook: its CPU time
+        unchanged for ``quiet_s``, as an instructor waits for the server before the class.
+        Returns the seconds from the call to the kernel's last CPU tick."""
+        t0 = time.monotonic()
+        self.wait_until(lambda: port_open(port) and _PRESENT.PREHEATED in self.log(), timeout_s,
+                        "serving with a kernel started")
+        last, since = None, time.monotonic()
+
+        def quiet():
+            nonlocal last, since
+            ticks = _cpu_ticks_below(self.proc.pid)
+            if ticks != last:
+                last, since = ticks, time.monotonic()
+            return ticks is not None and time.monotonic() - since >= quiet_s
+        self.wait_until(quiet, timeout_s, "done running the notebook in its kernel")
+        return since - t0  # when the kernel last ran
 
     def stop(self):
         if self.proc.poll() is None:

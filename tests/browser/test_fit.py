@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from browser_support import (REDRAW_LIMIT_MS, ROOT, Explorer, Server, cell_problems, free_port,
-                             kernel_env, open_notebook, port_open, run_all, summary)
+                             kernel_env, open_notebook, run_all, summary)
 
 LAPTOP = {"width": 1366, "height": 768}
 PROJECTOR = {"width": 1280, "height": 720}
@@ -169,7 +169,8 @@ def presenter_server(chromium, tmp_path_factory):
                "--port", str(port), "--token", token]
         server = Server(f"present {name}", cmd, kernel_env(), base / "present.log")
         servers.append(server)
-        server.wait_until(lambda: port_open(port), 60, "serving")
+        heated_s = server.wait_for_presenter(port)
+        summary(f"present {name}: notebook run in its kernel {heated_s:.1f} s after the server started")
         return f"http://127.0.0.1:{port}/?token={token}", server
 
     yield start

@@ -15,7 +15,7 @@ import pytest
 from lessonlib.rope import yarn_mscale
 
 from browser_support import (REDRAW_LIMIT_MS, ROOT, Explorer, Server, free_port, kernel_env,
-                             port_open, summary)
+                             summary)
 
 NOTEBOOK, SLIDER = "08_rope_scaling", "factor"
 PROJECTOR = {"width": 1920, "height": 1080}
@@ -46,8 +46,8 @@ def presenter(chromium, tmp_path_factory):
     server = Server("scripts/present.py (Voila)", cmd, kernel_env(), base / "present.log")
     printed = re.compile(r"^\s+(http://\S+)$", re.MULTILINE)  # the URL line it prints
     try:
-        server.wait_until(lambda: printed.search(server.log()) and port_open(port), 60,
-                          "serving")
+        server.wait_until(lambda: printed.search(server.log()), 60, "printing its URL")
+        server.wait_for_presenter(port)
         url = printed.search(server.log()).group(1)
         assert url == f"http://127.0.0.1:{port}/?token={token}", url
         yield url, source
@@ -90,3 +90,22 @@ def test_presenter_shows_only_widgets_and_a_slider_redraws(page, presenter, scre
     assert f"factor s = {s:g} " in move.readout_after
     assert f"mscale = 1 + 0.1·ln s = {yarn_mscale(s):.4f}" in move.readout_after
     assert move.figure_ms <= REDRAW_LIMIT_MS, f"{move.figure_ms:.0f} ms"
+
+
+def test_a_reload_gets_a_fresh_kernel_that_has_run_the_notebook(page, presenter):
+    """The page takes the pre-heated kernel; Voila heats the next at once, so a reload (after the
+    first page, as an instructor reloads a frozen demo) gets a kernel of its own, with the
+    slider back at its start and redrawing."""
+    url, _ = presenter
+    page.set_viewport_size(PROJECTOR)
+    page.goto(url)
+    first = Explorer(page, SLIDER)
+    first.wait_for_figure()
+    start = first.value(SLIDER)
+    first.press(SLIDER, "ArrowRight")
+    page.reload()
+    again = Explorer(page, SLIDER)
+    again.wait_for_figure(timeout_ms=120_000)
+    assert again.value(SLIDER) == start
+    move = again.press(SLIDER, "ArrowRight")
+    assert move.value_after > move.value_before and move.url_after != move.url_before
