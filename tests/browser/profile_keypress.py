@@ -17,7 +17,9 @@ time (their difference is time the kernel waited for a core), the end of the ker
 to the frame's arrival (the frame is sent inside the handling, so this can be slightly negative),
 frame decode and paint, and the whole. With TRACE=1 it also records a Chromium trace of the presses and
 prints how busy the renderer's main thread was in the 150 ms after each key press (the trace
-itself adds to that). benchmarks/RESULTS.md records a run.
+itself adds to that). With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
+message runs under cProfile, its statistics written to that path (read them with pstats; the
+profiler about doubles the kernel's times). benchmarks/RESULTS.md records a run.
 """
 import json
 import os
@@ -41,11 +43,21 @@ SITECUSTOMIZE = textwrap.dedent("""\
         _log = open(os.environ["LESSONLIB_KEYPRESS_LOG"], "a", buffering=1)
         _handle = _bc.BaseComm.handle_msg
 
+        _profile = None
+        if os.environ.get("LESSONLIB_KEYPRESS_CPROFILE"):
+            import cProfile
+            _profile = cProfile.Profile()
+
         def _timed_handle(self, msg):
             t, cpu = time.time() * 1e3, time.thread_time()
+            if _profile is not None:
+                _profile.enable()
             try:
                 return _handle(self, msg)
             finally:
+                if _profile is not None:
+                    _profile.disable()
+                    _profile.dump_stats(os.environ["LESSONLIB_KEYPRESS_CPROFILE"])
                 _log.write(json.dumps({"recv": t, "handled": time.time() * 1e3,
                                        "cpu": 1e3 * (time.thread_time() - cpu)}) + "\\n")
 
