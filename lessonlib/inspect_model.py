@@ -447,8 +447,7 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
                     cells = n * k
                     kv = kc.kv_cache_bytes(cfg, cells, engine="llama.cpp", n_seq=k,
                                            kv_type=kv_type, n_ubatch=LLAMACPP_N_UBATCH).total_bytes
-                    return kv + kc.llamacpp_compute_buffer(cfg, cells, LLAMACPP_N_UBATCH,
-                                                           flash_attn=True).estimate_bytes
+                    return kv + _llamacpp_compute_bytes(cfg, cells)
             else:
                 usable = gpu_memory - weights_bytes
                 reserve = "nothing (the exact cache alone)"
@@ -475,10 +474,19 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
                  f"so its real figure is lower (blocks of {VLLM_BLOCK_SIZE}, one request per "
                  "sequence)")
     if "llama.cpp" in engines:
-        a.append("llama.cpp: gpu_memory minus the weights minus the compute buffer's two largest "
-                 f"temporaries at -ub {LLAMACPP_N_UBATCH} with flash attention (kv_cache."
-                 "llamacpp_compute_buffer); the CUDA context and the rest of the graph are not "
-                 "counted; n sequences of c tokens are -c n*c -np n")
+        if _dense(cfg):
+            a.append("llama.cpp: gpu_memory minus the weights minus the compute buffer's lower "
+                     f"bound at -ub {LLAMACPP_N_UBATCH} with flash attention (kv_cache."
+                     "llamacpp_compute_phases: the largest of what attention, the feed-forward "
+                     "block and the output need alive at once; the engine's buffer is that or "
+                     "up to 28% more on the shapes measured); the CUDA context is not counted; n "
+                     "sequences of c tokens are -c n*c -np n")
+        else:
+            a.append("llama.cpp: gpu_memory minus the weights minus the compute buffer's two "
+                     f"largest temporaries at -ub {LLAMACPP_N_UBATCH} with flash attention (kv_"
+                     "cache.llamacpp_compute_buffer: the experts' feed-forward block is not "
+                     "modelled); the CUDA context and the rest of the graph are not counted; n "
+                     "sequences of c tokens are -c n*c -np n")
     if "ideal" in engines:
         a.append("exact: the cache alone, exact tokens, no padding, no reserve")
     if weights_bytes >= gpu_memory:
@@ -693,3 +701,18 @@ def format_report(rep):
     for w in rep["warnings"]:
         out += _wrap(w, indent="", first="warning: ")
     return "\n".join(out)
+
+
+def _dense(cfg):
+    """True when llamacpp_compute_phases models the config (no experts)."""
+    return not any(cfg.get(k) for k in ("num_local_experts", "n_routed_experts"))
+
+
+def _llamacpp_compute_bytes(cfg, cells):
+    """What the llama.cpp budget sets aside for the compute buffer at ``-c cells``: the phases'
+    lower bound for a dense model, the two largest temporaries for one with experts."""
+    if _dense(cfg):
+        return kc.llamacpp_compute_phases(cfg, cells, LLAMACPP_N_UBATCH,
+                                          flash_attn=True).lower_bound_bytes
+    return kc.llamacpp_compute_buffer(cfg, cells, LLAMACPP_N_UBATCH,
+                                      flash_attn=True).estimate_bytes

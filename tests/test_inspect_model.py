@@ -111,8 +111,11 @@ def _need(cfg, engine, n, k, kv_type="f16"):
         return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type).total_bytes
     if engine == "ideal":
         return kc.kv_cache_bytes(cfg, n, engine="ideal", n_seq=k, kv_type=kv_type).total_bytes
-    return (kc.kv_cache_bytes(cfg, n * k, n_seq=k, kv_type=kv_type).total_bytes
-            + kc.llamacpp_compute_buffer(cfg, n * k, 512, flash_attn=True).estimate_bytes)
+    if cfg.get("num_local_experts"):  # experts: the two largest temporaries
+        compute = kc.llamacpp_compute_buffer(cfg, n * k, 512, flash_attn=True).estimate_bytes
+    else:  # dense: the largest phase (tests/test_kv_cache.py checks it by hand)
+        compute = kc.llamacpp_compute_phases(cfg, n * k, 512, flash_attn=True).lower_bound_bytes
+    return kc.kv_cache_bytes(cfg, n * k, n_seq=k, kv_type=kv_type).total_bytes + compute
 
 
 @pytest.mark.parametrize("name", ["Llama-3.1-8B", "gpt-oss-20b", "Gemma-3-27B"])
@@ -129,6 +132,23 @@ def test_budget_is_the_largest_that_fits(name):
         for c, k in row["sequences"].items():
             c = int(c)
             assert k >= 1 and _need(cfg, e, c, k) <= usable < _need(cfg, e, c, k + 1)
+
+
+def test_the_llama_cpp_budget_counts_the_f16_mask_that_grows_with_the_context():
+    """Dense models: the budget sets aside the phases' bound, which at long contexts is the
+    attention phase (the F16 mask, n_ctx x 512 x 2 bytes, grows with -c), not the logits."""
+    cfg = load_config("Llama-3.1-8B")
+    rep = im.report(cfg, [4096], gpu_memory=80 * GIB, weights_bytes=15 * GIB,
+                    weights_source="test", engines=["llama.cpp"])
+    t = rep["budget"]["engines"][0]["max_tokens"]
+    phases = kc.llamacpp_compute_phases(cfg, t, 512, flash_attn=True)
+    assert phases.lower_bound_bytes == phases.attention_bytes > phases.output_bytes
+    assert phases.attention_bytes >= -(-t // 256) * 256 * 512 * 2  # the mask alone
+    assert any("llamacpp_compute_phases" in a for a in rep["budget"]["assumptions"])
+    moe = im.report(load_config("gpt-oss-20b"), [4096], gpu_memory=80 * GIB,
+                    weights_bytes=15 * GIB, weights_source="test", engines=["llama.cpp"])
+    assert any("experts' feed-forward block is not modelled" in a
+               for a in moe["budget"]["assumptions"])
 
 
 def test_budget_when_every_layer_slides():
