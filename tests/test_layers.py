@@ -33,6 +33,9 @@ SHAPE_KEYS = {"hidden_size", "num_attention_heads", "num_key_value_heads", "num_
 BY_HAND = {
     ("01_attention_memory.ipynb", 'head_dim = llama["hidden_size"] // heads'):
         "the worked head dim of the notebook; cell 12 asserts kv_bytes_per_token against it",
+    ("01_attention_memory.ipynb", 'hidden_kib = tiny["hidden_size"] * 4 / 1024           '
+                                  '# one F32 hidden state, per token'):
+        "the worked size of one hidden state, beside the engine's bytes per token above the bound",
     ("05_kv_cache.ipynb", 'd_h = llama["hidden_size"] // llama["num_attention_heads"]'):
         "the worked d_h of 2 L h_kv d_h 2, asserted against kv_bytes_per_token in its cell",
     ("05_kv_cache.ipynb", 'd_k, d_v = ds["qk_nope_head_dim"] + rope, ds["v_head_dim"]'):
