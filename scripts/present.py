@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PRESENTER = ROOT / "presenter"
 TEMPLATE = "presenter"  # presenter/voila/templates/presenter/
-PREHEATED = "Kernel pool of"  # Voila's log line once the notebook has run in its kernel
+PREHEATED = "Kernel pool of"  # Voila's log line once the kernel has started (the run goes on)
 # Voila heats the next kernel (for a reload) this long after a page takes one: at once, so that
-# its run of the notebook overlaps the page's loading (first figures in 3-4.5 s on 2 cores,
+# its run of the notebook overlaps the page's loading (first figures in 3-5.5 s on 2 cores,
 # against 2-3 s with 5 s of delay) and is over before the demo's first key presses
 FILL_DELAY_S = 0
 
