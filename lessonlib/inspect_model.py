@@ -705,7 +705,7 @@ def format_report(rep):
 
 def _dense(cfg):
     """True when llamacpp_compute_phases models the config (no experts)."""
-    return not any(cfg.get(k) for k in ("num_local_experts", "n_routed_experts"))
+    return kc._experts_key(kc._text_config(cfg)) is None
 
 
 def _llamacpp_compute_bytes(cfg, cells):

@@ -630,6 +630,12 @@ class ComputePhases:
         return max(self.attention_bytes, self.ffn_bytes, self.output_bytes)
 
 
+def _experts_key(cfg):
+    """The key that gives a text config experts (``num_local_experts``, ``n_routed_experts``),
+    or None for a dense model."""
+    return next((k for k in ("num_local_experts", "n_routed_experts") if cfg.get(k)), None)
+
+
 def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
     """``ComputePhases`` of a dense decoder (no experts) at ``-c n_ctx -ub n_ubatch``, one
     sequence: n_kv is the cache's cells, ``pad(n_ctx, 256)``. Reads the attention shape,
@@ -637,10 +643,10 @@ def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
     cfg = _text_config(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, ub = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
-    for key in ("num_local_experts", "n_routed_experts"):
-        if cfg.get(key):
-            raise ValueError(f"config.{key}: llamacpp_compute_phases models dense feed-forward "
-                             f"layers, not experts")
+    key = _experts_key(cfg)
+    if key is not None:
+        raise ValueError(f"config.{key}: llamacpp_compute_phases models dense feed-forward "
+                         f"layers, not experts")
     shape = model_shape(cfg)
     hidden, ff = _int_key(cfg, "hidden_size"), _int_key(cfg, "intermediate_size")
     vocab = _int_key(cfg, "vocab_size")
