@@ -54,3 +54,35 @@ def needs(*packages):
     """Mark a test that needs torch and/or triton (handled in conftest.py)."""
     import pytest
     return pytest.mark.needs(*packages)
+
+
+def notebook_explorers():
+    """Each notebook's slider widget, by name, as a function that builds it as the notebook
+    does (its defaults; notebook 10's from the committed results)."""
+    from lessonlib import tinylm_results
+    from lessonlib.widgets import attention, kv_cache, long_context, rope, tinylm, triton, windows
+    return {
+        "memory": attention.memory_explorer, "online_softmax": attention.online_softmax_explorer,
+        "tiled": attention.tiled_explorer, "tile_map": triton.tile_map_explorer,
+        "kv_cache": kv_cache.kv_cache_explorer, "budget": kv_cache.model_budget_explorer,
+        "window": windows.window_explorer, "clock": rope.clock_explorer,
+        "scaling": rope.scaling_explorer, "cost": long_context.cost_explorer,
+        "extension": lambda: tinylm.extension_explorer(
+            tinylm_results.load_results("extension"), length=256),
+    }
+
+
+def slider_values(control):
+    """Every value a slider (int, float or selection) can take, in order."""
+    import ipywidgets as widgets
+    import numpy as np
+    if isinstance(control, widgets.SelectionSlider):
+        return [o[1] if isinstance(o, tuple) else o for o in control.options]
+    return list(np.arange(control.min, control.max + control.step / 2, control.step))
+
+
+def sliders(explorer):
+    """An Explorer's sliders (int, float and selection), by name."""
+    import ipywidgets as widgets
+    return {k: c for k, c in explorer.controls.items()
+            if isinstance(c, (widgets.IntSlider, widgets.FloatSlider, widgets.SelectionSlider))}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from _support import notebook_explorers, slider_values, sliders
 from lessonlib import runtime
 from lessonlib.widgets import _base, rope, windows
 
@@ -38,6 +39,43 @@ def test_blitted_frames_equal_full_redraws(make, key, values):
         w.controls[key].value = v
         assert_blit_matches_full_draw(w)
     assert differing_fraction(before, pixels(w.fig)) > 0.001  # the figure really changed
+
+
+@pytest.mark.parametrize("name", sorted(notebook_explorers()))
+def test_every_slider_of_every_notebook_widget_blits_what_a_full_draw_shows(name):
+    """Two steps up and one back on every slider (the last to its far end) of each notebook's
+    widget: each blitted frame equals a figure drawn from scratch."""
+    w = notebook_explorers()[name]()
+    assert sliders(w), f"{name} has no slider"
+    for key, c in sliders(w).items():
+        if c.disabled:
+            continue
+        values = slider_values(c)
+        i = values.index(c.value) if c.value in values else 0
+        for j in (min(i + 1, len(values) - 1), min(i + 2, len(values) - 1), i, len(values) - 1):
+            c.value = values[j]
+            assert_blit_matches_full_draw(w)
+        c.value = values[i]
+
+
+def test_a_tick_label_that_changes_where_ticks_stay_redraws_the_background():
+    fig, ax = _base.new_figure(figsize=(3, 2))
+    (line,) = ax.plot([0, 1], [0, 1])
+    ax.set_xlim(0, 1), ax.set_ylim(0, 2)
+    ax.set_xticks([0, 1], ["a0", "a1"])
+    _base.freeze_layout(fig)
+
+    def redraw(a):
+        line.set_ydata([0, a])
+        ax.set_xticks([0, 1], [f"{a:g}", "end"])  # the same ticks, a new label
+        return ""
+
+    w = _base.Explorer({"a": widgets.FloatSlider(value=1.0, min=0.5, max=2.0)}, fig, redraw)
+    for v in (1.5, 2.0):
+        background = w._background
+        w.controls["a"].value = v
+        assert w._background is not background  # the labels are in the background
+        assert_blit_matches_full_draw(w)
 
 
 def test_a_text_that_starts_changing_is_redrawn_from_then_on():
@@ -306,7 +344,8 @@ def test_every_factory_builds_its_explorer_one_way():
 
 def test_the_page_helper_names_the_ipympl_canvas_it_speeds_up():
     """On an ipympl canvas the page helper gets the canvas's model id: the page wraps that
-    model's frame handler (ipympl's per-frame toDataURL, deferred; tests/browser check it)."""
+    model's frame handler (frames decoded off the main thread, ipympl's per-frame toDataURL
+    deferred; tests/browser check it)."""
     import matplotlib.figure
     from ipympl.backend_nbagg import Canvas, FigureManager
     fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50)

@@ -25,6 +25,7 @@ from matplotlib.text import Text
 from .. import _validate as check
 from .. import runtime
 from ..configs import config_dict  # "a config name or a dict": compute's one reader
+from ._glyphs import fast_text
 
 __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
            "slider_int", "slider_real", "option", "int_list"]
@@ -71,6 +72,7 @@ def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
     with plt.ioff():
         fig, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", **kw)
     canvas = fig.canvas
+    fast_text(canvas)  # its texts' layouts and glyph images kept between frames (_glyphs)
     if isinstance(canvas, widgets.DOMWidget):  # ipympl: no figure title bar, no resize handle
         canvas.header_visible = False
         canvas.footer_visible = False  # the cursor's coordinates: 20 px the readout needs
@@ -194,6 +196,7 @@ class Explorer:
         self._blit = blit
         self._background = None  # the figure without its changing artists, once drawn
         self._signature = None  # what the background shows: limits, ticks, labels, size
+        self._inside = {}  # (text, axes) -> the text is drawn over the axes (_inside_axes)
         # We draw when a control moves; pyplot's "redraw whenever anything is stale" would
         # add a full draw round trip through the browser on every slider step.
         fig.stale_callback = None
@@ -274,11 +277,18 @@ class Explorer:
                 t.get_fontsize(), t.get_rotation())
 
     def _inside_axes(self, text, ax):
-        """True when the text is drawn over the plotting area, where changing artists go."""
-        try:
-            return text.get_window_extent(self.fig.canvas.get_renderer()).overlaps(ax.bbox)
-        except (RuntimeError, ValueError):
-            return True
+        """True when the text is drawn over the plotting area, where changing artists go.
+
+        Kept per text until the background is drawn again: a text that moves or changes has
+        a new state, and a new state redraws the background."""
+        key = (id(text), id(ax))
+        if key not in self._inside:
+            try:
+                extent = text.get_window_extent(self.fig.canvas.get_renderer())
+                self._inside[key] = extent.overlaps(ax.bbox)
+            except (RuntimeError, ValueError):
+                self._inside[key] = True
+        return self._inside[key]
 
     def _changing_artists(self):
         for ax in self.fig.axes:
@@ -293,13 +303,19 @@ class Explorer:
             if a.get_visible() and id(a) in self._changing_texts:
                 yield self.fig, a
 
+    @staticmethod
+    def _ticks(axis):
+        """An axis's major tick positions and their labels, as a draw would compute them but
+        without updating the axis's Tick objects (``get_ticklabels`` does that: it took most
+        of a step's bookkeeping)."""
+        locs = tuple(axis.get_majorticklocs())
+        return locs, tuple(axis.get_major_formatter().format_ticks(locs))
+
     def _static_signature(self):
         sig = [tuple(self.fig.get_size_inches()), self.fig.dpi]
         for ax in self.fig.axes:
             sig += [ax.get_position().bounds, ax.get_xlim(), ax.get_ylim(), ax.get_xscale(),
-                    ax.get_yscale(), tuple(ax.get_xticks()), tuple(ax.get_yticks()),
-                    tuple(t.get_text() for t in ax.get_xticklabels()),
-                    tuple(t.get_text() for t in ax.get_yticklabels()),
+                    ax.get_yscale(), self._ticks(ax.xaxis), self._ticks(ax.yaxis),
                     ax.get_xlabel(), ax.get_ylabel(), ax.axison]
         return sig
 
@@ -314,6 +330,7 @@ class Explorer:
         if self._background is None or signature != self._signature \
                 or not changed <= self._changing_texts:
             self._changing_texts |= changed
+            self._inside = {}
             changing = list(self._changing_artists())
             for _, a in changing:
                 a.set_visible(False)
@@ -403,36 +420,68 @@ FIT_CSS = f"""
 # the number beside it can be typed into: the page helper, a small anywidget at the end of
 # every Explorer, names each handle after its slider's label and marks the number box.
 #
-# It also takes a PNG encode off every frame's path. ipympl's frontend, on each frame it
-# receives, first re-encodes its whole offscreen canvas with toDataURL (to keep the model's
-# _data_url, the picture a saved widget state would hold), synchronously, before the new frame
-# is drawn: 30-40 ms per 930 x 440 frame in headless Chromium on these machines, most of the
-# browser's share of a key press. The helper wraps that canvas model's handle_binary so the
-# frame is drawn first and _data_url is set, to the frame now shown, once frames stop
-# (DATA_URL_DELAY_MS). The box's data-lessonlib-frames attribute says it is installed and
-# data-lessonlib-data-urls counts the deferred encodes (the browser tests read both).
+# It also takes the frames' work off the page's main thread, where it delays everything else
+# a key press does. ipympl's frontend, on each frame it receives, (1) re-encodes its whole
+# offscreen canvas with toDataURL (to keep the model's _data_url, the picture a saved widget
+# state would hold), synchronously, before the new frame is drawn: 30-40 ms per 930 x 440
+# frame in headless Chromium on these machines; and (2) loads the frame through a blob URL
+# into an <img>, which the browser decodes on the main thread when it is drawn. The helper
+# replaces that canvas model's handle_binary: the frame is decoded by createImageBitmap (off
+# the main thread), drawn in arrival order (full frames clear first, diff frames are drawn
+# over the last, as ipympl does), and _data_url is set, to the frame now shown, once frames
+# stop (DATA_URL_DELAY_MS). Where the comm is not live (a saved state) or the browser has no
+# createImageBitmap, ipympl's own path runs, its encode still deferred. The box's
+# data-lessonlib-frames attribute says the handler is installed, data-lessonlib-decoded counts
+# the frames it decoded and data-lessonlib-data-urls the deferred encodes (the browser tests
+# read all three). ipympl redraws its <img> only after a resize, which the kernel follows with
+# a full frame.
 DATA_URL_DELAY_MS = 500
 _PAGE_ESM = """
-function deferDataUrl(canvas, box) {
+function count(box, key) {
+  box.dataset[key] = String(Number(box.dataset[key] || 0) + 1);
+}
+function fastFrames(canvas, box) {
   if (typeof canvas.handle_binary !== 'function') return;
-  if (!canvas.__lessonlibDeferred) {
-    canvas.__lessonlibDeferred = true;
-    const handle = canvas.handle_binary;
-    let timer = null;
-    canvas.handle_binary = function (msg, buffers) {
-      const offscreen = this.offscreen_canvas;
-      const encode = offscreen.toDataURL;
-      const kept = this.get('_data_url');
-      offscreen.toDataURL = () => kept;  // for this call only: no encode before the draw
-      try { handle.call(this, msg, buffers); } finally { delete offscreen.toDataURL; }
+  if (!canvas.__lessonlibFrames) {
+    canvas.__lessonlibFrames = true;
+    const ipympl = canvas.handle_binary;
+    let timer = null, queue = Promise.resolve();
+    const keepDataUrl = (model) => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        this.set('_data_url', encode.call(offscreen));
-        box.dataset.lessonlibDataUrls = String(Number(box.dataset.lessonlibDataUrls || 0) + 1);
+        model.set('_data_url', model.offscreen_canvas.toDataURL());
+        count(box, 'lessonlibDataUrls');
       }, DATA_URL_DELAY_MS);
     };
+    const ipymplDeferred = (model, msg, buffers) => {
+      const offscreen = model.offscreen_canvas;
+      const kept = model.get('_data_url');
+      offscreen.toDataURL = () => kept;  // for this call only: no encode before the draw
+      try { ipympl.call(model, msg, buffers); } finally { delete offscreen.toDataURL; }
+      keepDataUrl(model);
+    };
+    canvas.handle_binary = function (msg, buffers) {
+      if (this.disabled || typeof createImageBitmap !== 'function') {
+        return ipymplDeferred(this, msg, buffers);
+      }
+      const data = buffers[0];
+      const bytes = ArrayBuffer.isView(data)
+        ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+      const full = this.get('_image_mode') === 'full';  // set by the message before the frame
+      const decoded = createImageBitmap(new Blob([bytes], {type: 'image/png'}));
+      this.waiting_for_image = false;
+      queue = queue.then(() => decoded).then((bitmap) => {
+        const offscreen = this.offscreen_canvas, context = this.offscreen_context;
+        if (full) context.clearRect(0, 0, offscreen.width, offscreen.height);
+        context.drawImage(bitmap, 0, 0);
+        bitmap.close();
+        this._for_each_view((view) => view.update_canvas());
+        count(box, 'lessonlibDecoded');
+        keepDataUrl(this);
+      }, () => ipymplDeferred(this, msg, buffers));  // a frame it cannot decode: ipympl's path
+    };
   }
-  box.dataset.lessonlibFrames = 'data-url-deferred';
+  box.dataset.lessonlibFrames = 'decoded-off-thread';
 }
 function name(box) {
   for (const s of box.querySelectorAll('.widget-slider')) {
@@ -458,7 +507,7 @@ export default {
       new MutationObserver(() => name(box)).observe(box, {childList: true, subtree: true});
       const id = model.get('canvas');
       if (id && model.widget_manager) {
-        model.widget_manager.get_model(id).then((canvas) => deferDataUrl(canvas, box),
+        model.widget_manager.get_model(id).then((canvas) => fastFrames(canvas, box),
                                                 () => {});
       }
     };
