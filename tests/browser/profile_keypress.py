@@ -18,8 +18,9 @@ to the frame's arrival (the frame is sent inside the handling, so this can be sl
 frame decode and paint, and the whole. With TRACE=1 it also records a Chromium trace of the presses and
 prints how busy the renderer's main thread was in the 150 ms after each key press (the trace
 itself adds to that). With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
-message runs under cProfile, its statistics written to that path (read them with pstats; the
-profiler about doubles the kernel's times). benchmarks/RESULTS.md records a run.
+message that moves a control runs under cProfile (Run All's draws and ipympl's own messages are
+left out), its statistics written to that path (read them with pstats; the profiler about
+doubles the kernel's times). benchmarks/RESULTS.md records a run.
 """
 import json
 import os
@@ -48,14 +49,19 @@ SITECUSTOMIZE = textwrap.dedent("""\
             import cProfile
             _profile = cProfile.Profile()
 
+        def _moves_a_control(msg):  # a control's new value (not ipympl's own messages)
+            data = msg.get("content", {}).get("data", {})
+            return data.get("method") == "update" and "value" in data.get("state", {})
+
         def _timed_handle(self, msg):
             t, cpu = time.time() * 1e3, time.thread_time()
-            if _profile is not None:
+            profiled = _profile is not None and _moves_a_control(msg)
+            if profiled:
                 _profile.enable()
             try:
                 return _handle(self, msg)
             finally:
-                if _profile is not None:
+                if profiled:
                     _profile.disable()
                     _profile.dump_stats(os.environ["LESSONLIB_KEYPRESS_CPROFILE"])
                 _log.write(json.dumps({"recv": t, "handled": time.time() * 1e3,
