@@ -233,9 +233,31 @@ def test_fast_frames_leaves_a_canvas_that_sends_no_frames_alone():
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (37, 91)])
-def test_png_rgba_decodes_to_its_pixels(shape):
+@pytest.mark.parametrize("zero_rows", ["none", "top", "bottom", "both", "all", "middle"])
+def test_png_rgba_decodes_to_its_pixels(shape, zero_rows):
+    """Any pixels, with rows of zeros (a diff frame's unchanged rows) above, below or between
+    the others, or everywhere: Pillow decodes the pixels and zlib accepts the stream as it is
+    (its checksum included)."""
+    import struct
+    import zlib
+    h = shape[0]
     rgba = np.random.default_rng(sum(shape)).integers(0, 256, (*shape, 4), dtype=np.uint8)
-    np.testing.assert_array_equal(_decode(_base.png_rgba(rgba)), rgba)
+    cut = {"none": [], "top": range(0, h // 2), "bottom": range(h - h // 2, h),
+           "both": [*range(0, h // 3), *range(h - h // 3, h)], "all": range(h),
+           "middle": range(h // 3, h - h // 3)}[zero_rows]
+    rgba[list(cut)] = 0
+    png = _base.png_rgba(rgba)
+    np.testing.assert_array_equal(_decode(png), rgba)
+    (length,) = struct.unpack(">I", png[33:37])
+    assert png[37:41] == b"IDAT"
+    rows = zlib.decompress(png[41:41 + length])  # checks the stream's adler32
+    assert rows == np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, -1)], 1).tobytes()
+
+
+def test_png_rgba_compresses_zero_rows_to_little():
+    rgba = np.zeros((440, 920, 4), np.uint8)
+    rgba[200:210, 100:300] = 255
+    assert len(_base.png_rgba(rgba)) < 8_000  # 1.6 MB of pixels
 
 
 def test_rehearse_draws_elsewhere_and_comes_back_without_moving_a_control():

@@ -150,19 +150,51 @@ def png_rgba(rgba, level=1):
     """An (h, w, 4) uint8 array as a PNG: every row unfiltered (filter type 0), zlib ``level``.
 
     Pillow picks a filter per row, which costs more than the compression; a diff frame (mostly
-    transparent zeros) compresses well without one. Any PNG decoder reads it.
+    transparent zeros) compresses well without one. Rows of zeros above and below the rows that
+    hold anything (in a diff frame, rows where nothing changed) are not compressed at all: the
+    zlib stream there is a kept deflate block of zeros (``_zero_rows``), and only the rows
+    between them go through zlib. Any PNG decoder reads it.
     """
     h, w, _ = rgba.shape
     rows = np.zeros((h, w * 4 + 1), np.uint8)  # a 0 (no filter) before each row
     rows[:, 1:] = rgba.reshape(h, w * 4)
+    used = np.flatnonzero(rgba.reshape(h, w * 4).any(axis=1))
+    top, bottom = (int(used[0]), int(used[-1]) + 1) if used.size else (h, h)
+    band = zlib.compressobj(level, zlib.DEFLATED, -15)  # raw deflate: blocks, no header
+    stream = b"".join([
+        b"\x78\x01",  # zlib's header: deflate with a 32 KiB window
+        _zero_rows(top, rows.shape[1]),
+        band.compress(rows[top:bottom]) + band.flush(zlib.Z_SYNC_FLUSH),
+        _zero_rows(h - bottom, rows.shape[1]),
+        b"\x03\x00",  # an empty final block
+        struct.pack(">I", zlib.adler32(rows) & 0xFFFFFFFF)])
 
     def chunk(tag, data):
         return (struct.pack(">I", len(data)) + tag + data
                 + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
 
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8 bits, RGBA, no interlace
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(rows.tobytes(), level)) + chunk(b"IEND", b""))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", stream)
+            + chunk(b"IEND", b""))
+
+
+_ZERO_BLOCKS = {}  # (rows, row bytes) -> raw deflate blocks of that many zero bytes
+
+
+def _zero_rows(n, stride):
+    """Raw deflate blocks (byte-aligned, not final) that inflate to ``n * stride`` zeros: kept
+    blocks for 1, 2, 4, ... rows, joined by the binary digits of ``n``."""
+    parts, k = [], 1
+    while n:
+        if n & 1:
+            key = (k, stride)
+            if key not in _ZERO_BLOCKS:
+                zeros = zlib.compressobj(9, zlib.DEFLATED, -15)
+                _ZERO_BLOCKS[key] = zeros.compress(bytes(k * stride)) + \
+                    zeros.flush(zlib.Z_SYNC_FLUSH)
+            parts.append(_ZERO_BLOCKS[key])
+        n, k = n >> 1, k << 1
+    return b"".join(parts)
 
 
 class Explorer:
