@@ -17,7 +17,8 @@ time (their difference is time the kernel waited for a core), the end of the ker
 to the frame's arrival (the frame is sent inside the handling, so this can be slightly negative),
 frame decode and paint, and the whole. With TRACE=1 it also records a Chromium trace of the presses and
 prints how busy the renderer's main thread was in the 150 ms after each key press (the trace
-itself adds to that). With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
+itself adds to that); TRACE_OUT=path also writes the trace's events there (chrome://tracing
+and Perfetto open it). With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
 message that moves a control runs under cProfile (Run All's draws and ipympl's own messages are
 left out), its statistics written to that path (read them with pstats; the profiler about
 doubles the kernel's times). benchmarks/RESULTS.md records a run.
@@ -178,6 +179,9 @@ def test_keypress_profile(kernel_log, page, lab, name, slider):
         cdp.send("Tracing.end")
         while not done:
             page.wait_for_timeout(100)
+        if os.environ.get("TRACE_OUT"):  # the raw events, for chrome://tracing or a script
+            with open(os.environ["TRACE_OUT"], "w") as out:
+                json.dump({"traceEvents": events}, out)
         busy = main_thread_busy(events)
         summary(f"  renderer main thread busy in the 150 ms after a key press (traced): median "
                 f"{statistics.median(busy):.0f} ms, range {min(busy):.0f} - {max(busy):.0f}")
