@@ -73,12 +73,15 @@ def notebook_explorers():
 
 
 def slider_values(control):
-    """Every value a slider (int, float or selection) can take, in order."""
+    """Every value a slider (int, float or selection) can take, in order, and the index of
+    its current value (the nearest one: a float slider's steps are rounded)."""
     import ipywidgets as widgets
     import numpy as np
     if isinstance(control, widgets.SelectionSlider):
-        return [o[1] if isinstance(o, tuple) else o for o in control.options]
-    return list(np.arange(control.min, control.max + control.step / 2, control.step))
+        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        return values, values.index(control.value)
+    values = list(np.arange(control.min, control.max + control.step / 2, control.step))
+    return values, int(np.argmin([abs(v - control.value) for v in values]))
 
 
 def sliders(explorer):

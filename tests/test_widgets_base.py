@@ -50,8 +50,7 @@ def test_every_slider_of_every_notebook_widget_blits_what_a_full_draw_shows(name
     for key, c in sliders(w).items():
         if c.disabled:
             continue
-        values = slider_values(c)
-        i = values.index(c.value) if c.value in values else 0
+        values, i = slider_values(c)
         for j in (min(i + 1, len(values) - 1), min(i + 2, len(values) - 1), i, len(values) - 1):
             c.value = values[j]
             assert_blit_matches_full_draw(w)

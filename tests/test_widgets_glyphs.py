@@ -48,8 +48,8 @@ def test_every_notebook_widget_draws_matplotlibs_pixels(name):
     for c in sliders(w).values():
         if c.disabled:
             continue
-        values = slider_values(c)
-        for v in (values[min(values.index(c.value) + 1, len(values) - 1)], values[-1]):
+        values, i = slider_values(c)
+        for v in (values[min(i + 1, len(values) - 1)], values[-1]):
             c.value = v
             assert np.array_equal(kept_pixels(w.fig), matplotlibs_pixels(w.fig)), (c.description, v)
 

@@ -26,8 +26,8 @@ from matplotlib.ft2font import FT2Font
 __all__ = ["fast_text", "supported", "cache_sizes", "clear"]
 
 _LAYOUTS = {}  # (font, size, dpi, text, flags, features, language) -> (font, layout items)
-_GLYPHS = {}  # (font, size, dpi, glyph, slant, extend, angle, x % 64, y % 64, aa, flags, hinting factor) -> image
-_TRANSFORMS = {}  # (angle, slant, extend) -> FreeType's 16.16 matrix, as matplotlib computes it
+_GLYPHS = {}  # (font, size, dpi, glyph, angle, x % 64, y % 64, aa, flags, hinting) -> image
+_TRANSFORMS = {}  # angle -> FreeType's 16.16 matrix, as matplotlib computes it
 _MOST = 20_000  # entries of each cache; past that it starts again (a long session's new numbers)
 
 
@@ -95,13 +95,13 @@ def _draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
     _draw_glyphs(self, gc, x, y, angle, size, kept[1], flags)
 
 
-def _transform(angle, slant, extend):
-    key = (angle, slant, extend)
-    matrix = _TRANSFORMS.get(key)
+def _transform(angle):
+    """The glyph transform matplotlib gives a plain string (no slant, no extension)."""
+    matrix = _TRANSFORMS.get(angle)
     if matrix is None:
         cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-        matrix = _TRANSFORMS[key] = (0x10000 * np.array([[cos, -sin], [sin, cos]])
-                                     @ [[extend, extend * slant], [0, 1]]).round().astype(int)
+        matrix = _TRANSFORMS[angle] = (0x10000 * np.array([[cos, -sin], [sin, cos]])
+                                       ).round().astype(int)
     return matrix
 
 
@@ -116,12 +116,12 @@ def _draw_glyphs(self, gc, x, y, angle, size, items, flags):
         font, dx, dy = item.ft_object, item.x, item.y  # dy is upwards
         px = round(0x40 * (x + dx * cos - dy * sin))
         py = round(0x40 * (height - y + dx * sin + dy * cos))  # FreeType's y is upwards
-        key = (id(font), size, dpi, item.glyph_index, 0, 1, angle, px & 0x3F, py & 0x3F,
+        key = (id(font), size, dpi, item.glyph_index, angle, px & 0x3F, py & 0x3F,
                antialiased, flags, hinting)
         image = _GLYPHS.get(key)
         if image is None:
             font.set_size(size, dpi)
-            font._set_transform(_transform(angle, 0, 1), [px, py])
+            font._set_transform(_transform(angle), [px, py])
             bitmap = font._render_glyph(
                 item.glyph_index, flags,
                 backend_agg.RenderMode.NORMAL if antialiased else backend_agg.RenderMode.MONO)
