@@ -361,10 +361,16 @@ class Explorer:
         return float(self.slider(description).locator(".noUi-handle").get_attribute(
             "aria-valuenow"))
 
-    def at_maximum(self, description):
+    def sweep_key(self, description, key="ArrowRight"):
+        """``key`` again, or the other arrow where the slider has reached that end: presses in a
+        row visit new values (a press back and forth between two would find them cached)."""
         handle = self.slider(description).locator(".noUi-handle")
-        return float(handle.get_attribute("aria-valuenow")) >= float(
-            handle.get_attribute("aria-valuemax"))
+        now = float(handle.get_attribute("aria-valuenow"))
+        if key == "ArrowRight" and now >= float(handle.get_attribute("aria-valuemax")):
+            return "ArrowLeft"
+        if key == "ArrowLeft" and now <= float(handle.get_attribute("aria-valuemin")):
+            return "ArrowRight"
+        return key
 
     def readout(self):
         return self.readout_area.inner_text()

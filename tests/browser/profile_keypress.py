@@ -3,7 +3,9 @@
 Not part of the test suite (its name does not start with test_): run it on a quiet machine,
     .venv/bin/python -m pytest tests/browser/profile_keypress.py -q -s -p no:cacheprovider
 with PROFILE="notebook:slider,..." (default: 04's tokens n and 08's factor, the slowest
-sliders of the suite's latency table) and PRESSES=n (default 12). For every press it joins two
+sliders of the suite's latency table; "notebook:slider@k" for the slider of that name in the
+notebook's widget k, counted from 0, as the latency table does: 05 has two context n sliders)
+and PRESSES=n (default 12). For every press it joins two
 clocks (both epoch milliseconds on this one machine):
 
 - the browser's, from an init script: the keydown, the websocket message carrying the new
@@ -18,7 +20,10 @@ to the frame's arrival (the frame is sent inside the handling, so this can be sl
 frame decode and paint, and the whole. With TRACE=1 it also records a Chromium trace of the presses and
 prints how busy the renderer's main thread was in the 150 ms after each key press (the trace
 itself adds to that); TRACE_OUT=path also writes the trace's events there (chrome://tracing
-and Perfetto open it). With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
+and Perfetto open it). With CPUPROFILE=path the page's JavaScript is sampled every 100 us over
+the presses, the profile written there (DevTools' Performance panel loads it): it shows whose
+code the page's main thread ran, JupyterLab's, ipywidgets', ipympl's, ours or the test
+driver's. With LESSONLIB_KEYPRESS_CPROFILE=path the kernel's handling of every comm
 message that moves a control runs under cProfile (Run All's draws and ipympl's own messages are
 left out), its statistics written to that path (read them with pstats; the profiler about
 doubles the kernel's times). benchmarks/RESULTS.md records a run.
@@ -35,6 +40,14 @@ from test_fit import LAPTOP, _explorers
 
 PROFILE = os.environ.get("PROFILE", "04_flash_attention_triton:tokens n,08_rope_scaling:factor")
 CASES = [tuple(case.split(":", 1)) for case in PROFILE.split(",")]
+
+
+def _pick(explorers, slider):
+    """The widget whose slider is named ``slider`` ("name@k": in widget k, else the first)."""
+    name, _, k = slider.rpartition("@")
+    if name and k.isdigit():
+        return explorers[int(k)], name
+    return next(e for e in explorers if slider in dict(e.sliders())), slider
 
 # The kernel's side: comm messages in and out, timed where ipykernel hands them to the comm.
 SITECUSTOMIZE = textwrap.dedent("""\
@@ -147,7 +160,7 @@ def test_keypress_profile(kernel_log, page, lab, name, slider):
     page.set_viewport_size(LAPTOP)
     panel = open_notebook(page, lab, name)
     run_all(page, panel)
-    explorer = next(e for e in _explorers(panel) if slider in dict(e.sliders()))
+    explorer, slider = _pick(_explorers(panel), slider)
     explorer.wait_for_figure()
     explorer.box.scroll_into_view_if_needed()
     page.wait_for_timeout(1500)  # let the page settle after Run All
@@ -158,13 +171,23 @@ def test_keypress_profile(kernel_log, page, lab, name, slider):
         cdp.on("Tracing.tracingComplete", lambda e: done.append(True))
         cdp.send("Tracing.start", {"categories": "devtools.timeline,disabled-by-default-devtools.timeline",
                                    "transferMode": "ReportEvents"})
+    cpuprofile = os.environ.get("CPUPROFILE")
+    if cpuprofile:  # the page's JavaScript, sampled every 100 us, over all the presses
+        js = page.context.new_cdp_session(page)
+        js.send("Profiler.enable")
+        js.send("Profiler.setSamplingInterval", {"interval": 100})
+        js.send("Profiler.start")
     page.evaluate("() => { window.__keypressLog.length = 0; }")
     start = len(kernel_log.read_text().splitlines()) if kernel_log.exists() else 0
     measured = []
+    key = "ArrowRight"
     for _ in range(int(os.environ.get("PRESSES", "12"))):
-        key = "ArrowLeft" if explorer.at_maximum(slider) else "ArrowRight"
+        key = explorer.sweep_key(slider, key)
         measured.append(explorer.press(slider, key).figure_ms)
         page.wait_for_timeout(300)  # one press at a time: the next starts on a quiet page
+    if cpuprofile:
+        with open(cpuprofile, "w") as out:  # DevTools' Performance panel loads a .cpuprofile
+            json.dump(js.send("Profiler.stop")["profile"], out)
     browser = page.evaluate("() => window.__keypressLog")
     kernel = [json.loads(line) for line in kernel_log.read_text().splitlines()[start:]]
     rows = segments(browser, kernel)
