@@ -57,6 +57,48 @@ def test_every_slider_of_every_notebook_widget_blits_what_a_full_draw_shows(name
         c.value = values[i]
 
 
+@pytest.mark.parametrize("name", sorted(notebook_explorers()))
+def test_a_first_move_of_any_control_is_a_blitted_step(name, monkeypatch):
+    """A student's first key press on a slider (or click on a choice) redraws only what
+    changes: the texts one step of each control changes (a title's number, a label that
+    moves) were found at construction and left out of the background. Only a move that
+    changes the axes themselves (another model's limits) draws the background again."""
+    make = notebook_explorers()[name]
+    full_draws = []
+    agg_draw = FigureCanvasAgg.draw
+    monkeypatch.setattr(_base.FigureCanvasAgg, "draw",
+                        lambda canvas: full_draws.append(1) or agg_draw(canvas))
+    moved = set()
+    for key, control in make().controls.items():
+        for value in _base._neighbours(control):
+            w = make()
+            if w.controls[key].disabled:
+                continue
+            signature, readout = w._static_signature(), w.readout
+            full_draws.clear()
+            w.controls[key].value = value
+            moved.add(key)
+            if w._static_signature() == signature:
+                assert not full_draws, f"{name}: the first move of {key!r} to {value!r} drew " \
+                    "the whole background"
+            assert w.readout != readout or key in ("pasted", "upload")
+            assert_blit_matches_full_draw(w)
+    enabled = {k for k, c in sliders(make()).items() if not c.disabled}
+    assert enabled and enabled <= moved, "every enabled slider is moved"
+
+
+def test_neighbours_are_one_step_each_way_within_range():
+    assert _base._neighbours(widgets.IntSlider(value=5, min=0, max=10, step=2)) == [3, 7]
+    assert _base._neighbours(widgets.IntSlider(value=10, min=0, max=10)) == [9]
+    assert _base._neighbours(widgets.FloatSlider(value=0.0, min=0.0, max=1.0, step=0.25)) \
+        == [0.25]
+    assert _base._neighbours(widgets.SelectionSlider(options=[("a", 1), ("b", 2), ("c", 3)],
+                                                     value=1)) == [2]
+    assert _base._neighbours(widgets.Dropdown(options=["x", "y", "z"], value="y")) == ["x", "z"]
+    assert _base._neighbours(widgets.Checkbox(value=True)) == [False]
+    assert _base._neighbours(widgets.Textarea(value="text")) == []
+
+
 def test_a_tick_label_that_changes_where_ticks_stay_redraws_the_background():
     fig, ax = _base.new_figure(figsize=(3, 2))
     (line,) = ax.plot([0, 1], [0, 1])
@@ -259,14 +301,22 @@ def test_png_rgba_compresses_zero_rows_to_little():
     assert len(_base.png_rgba(rgba)) < 8_000  # 1.6 MB of pixels
 
 
-def test_rehearse_draws_elsewhere_and_comes_back_without_moving_a_control():
+def test_rehearse_finds_the_texts_elsewhere_without_moving_a_control(monkeypatch):
     w = windows.window_explorer()
-    values, readout = w.values, w.readout
+    values, readout, shown = w.values, w.readout, pixels(w.fig)
     moved = []
     for c in w.controls.values():
         c.observe(lambda change: moved.append(change), names="value")
+    title = w.axes[0].title
+    w._changing_texts.discard(id(title))  # as if no step had been seen to change it
     w.rehearse(window=w.controls["window"].max)
     assert w.values == values and w.readout == readout and not moved
+    assert id(title) in w._changing_texts  # its W changes there
+    np.testing.assert_array_equal(pixels(w.fig), shown)  # the figure still shows the setting
+    full_draws = []
+    monkeypatch.setattr(_base.FigureCanvasAgg, "draw", lambda canvas: full_draws.append(1))
+    w.controls["window"].value = w.controls["window"].max  # there: an ordinary step
+    assert not full_draws
     with pytest.raises(ValueError, match="no control named"):
         w.rehearse(windw=16)
 

@@ -197,6 +197,26 @@ def _zero_rows(n, stride):
     return b"".join(parts)
 
 
+def _neighbours(control):
+    """The values one step from a control's current one (a slider's, a checkbox's, a choice's
+    neighbouring option), the settings a student's first move reaches; none for anything else
+    (a text box, an upload)."""
+    value = control.value
+    if isinstance(control, (widgets.Checkbox, widgets.ToggleButton)):
+        return [not value]
+    if isinstance(control, (widgets.SelectionSlider, widgets.Dropdown, widgets.ToggleButtons,
+                            widgets.RadioButtons)):
+        values = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        if value not in values:
+            return []
+        i = values.index(value)
+        return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    if isinstance(control, (widgets.IntSlider, widgets.FloatSlider)):
+        return [v for v in (value - control.step, value + control.step)
+                if control.min <= v <= control.max]
+    return []
+
+
 class Explorer:
     """Sliders that drive a figure and a readout. ``update()`` recomputes and redraws.
 
@@ -229,11 +249,16 @@ class Explorer:
         self._background = None  # the figure without its changing artists, once drawn
         self._signature = None  # what the background shows: limits, ticks, labels, size
         self._inside = {}  # (text, axes) -> the text is drawn over the axes (_inside_axes)
+        self._text_states = {}  # id(text) -> its state when the figure was last drawn
         # We draw when a control moves; pyplot's "redraw whenever anything is stale" would
         # add a full draw round trip through the browser on every slider step.
         fig.stale_callback = None
         for c in self.controls.values():
             c.observe(lambda change: self.update(), names="value")
+        # The texts one step of any control changes, found before the first draw: the
+        # background leaves them out from the start, so no first step draws it again.
+        self._changing_texts = self._texts_changed_at(
+            {name: v} for name, c in self.controls.items() for v in _neighbours(c))
         self.update()
 
     @property
@@ -268,23 +293,49 @@ class Explorer:
         return result
 
     def rehearse(self, **values):
-        """Draw once at another setting (``values`` for some controls), then back at the current
-        one, without moving any control.
+        """Find the texts another setting (``values`` for some controls) changes, without
+        moving any control, and leave them out of the blitted background from now on.
 
-        The blitted background leaves out a text only once it has been seen to change; the
-        first move that changes one (a title's number, a moving label) redraws the whole
-        background, several steps' time. A rehearsal where those texts change shows them now,
-        at construction, so a student's first move of each slider is an ordinary step.
+        The background leaves out a text only once it has been seen to change; the first move
+        that changes one (a title's number, a moving label) redraws the whole background,
+        several steps' time. Every Explorer looks one step along each control at construction
+        (``_neighbours``); a factory rehearses the settings further away where a text changes
+        only there, so that a student's first move of each slider is an ordinary step. The
+        figure and readout stay at the current setting (the background is drawn again, once,
+        if the rehearsal found a text it held).
         """
         unknown = set(values) - set(self.controls)
         if unknown:
             raise ValueError(f"rehearse: no control named {sorted(unknown)}")
-        now = self.values
-        for setting in ({**now, **values}, now):
-            self._readout_text = self._call_redraw(setting)
-            if self._blit and not self._layout_is_live():
+        found = self._texts_changed_at([values]) - self._changing_texts
+        if found:
+            self._changing_texts |= found
+            if self._background is not None and self._blit and not self._layout_is_live():
+                self._signature = None  # the background holds those texts: draw it again
                 self._draw_changes()
-        self._show_readout()
+
+    def _texts_changed_at(self, settings):
+        """The ids of the texts whose state differs from the current setting's at any of
+        ``settings`` (each a dict of some controls' values), by calling redraw there and back:
+        the artists change, nothing is drawn, no control moves; the readout and data end at
+        the current setting."""
+        now = self.values
+        self._readout_text = self._call_redraw(now)
+        here = {id(t): self._text_state(t) for t in self._texts()}
+        changed = set()
+        moved = False
+        for setting in settings:
+            setting = {**now, **setting}
+            if setting == now:
+                continue
+            self._call_redraw(setting)
+            moved = True
+            changed |= {k for k, (t, state) in
+                        ((id(t), (t, self._text_state(t))) for t in self._texts())
+                        if here.get(k) != state}
+        if moved:
+            self._readout_text = self._call_redraw(now)
+        return changed
 
     def _layout_is_live(self):
         """A layout engine moves axes on every draw: then only full redraws are right."""
@@ -355,7 +406,7 @@ class Explorer:
         canvas = self.fig.canvas
         texts = {id(t): self._text_state(t) for t in self._texts()}
         if self._background is None:
-            self._changing_texts, self._text_states = set(), texts
+            self._text_states = texts
         changed = {k for k, v in texts.items() if self._text_states.get(k) != v}
         self._text_states = texts
         signature = self._static_signature()
