@@ -330,9 +330,7 @@ class Explorer:
                 continue
             self._call_redraw(setting)
             moved = True
-            changed |= {k for k, (t, state) in
-                        ((id(t), (t, self._text_state(t))) for t in self._texts())
-                        if here.get(k) != state}
+            changed |= {id(t) for t in self._texts() if here.get(id(t)) != self._text_state(t)}
         if moved:
             self._readout_text = self._call_redraw(now)
         return changed
