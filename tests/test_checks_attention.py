@@ -116,6 +116,8 @@ def test_online_softmax_update_typical_mistakes():
 def test_online_softmax_update_numpy_version_is_accepted():
     def with_numpy(m, s, x):
         m_new = np.maximum(m, x)
+        if m_new == -np.inf:  # only masked keys so far
+            return m_new, s
         return m_new, s * np.exp(m - m_new) + np.exp(x - m_new)
 
     assert checks.online_softmax_update(with_numpy).ok is True
@@ -128,6 +130,60 @@ def test_online_softmax_update_first_key_must_work():
         return m_new, s_new if m > -math.inf else float("nan")
 
     assert_wrong(checks.online_softmax_update(breaks_on_first_key), "first key")
+
+
+def _unguarded(m, s, x):
+    """The one-pass formula with no guard: exp(-inf - (-inf)) is NaN on a masked first key."""
+    m_new = max(m, x)
+    return m_new, s * math.exp(m - m_new) + math.exp(x - m_new)
+
+
+def _unguarded_acc(m, s, acc, x, v):
+    m_new = max(m, x)
+    a, w = math.exp(m - m_new), math.exp(x - m_new)
+    return m_new, s * a + w, np.asarray(acc) * a + w * np.asarray(v)
+
+
+def test_the_solutions_survive_masked_leading_keys():
+    assert S2.online_softmax_update(-math.inf, 0.0, -math.inf) == (-math.inf, 0.0)
+    m, s, acc = S2.attention_update(-math.inf, 0.0, np.zeros(2), -math.inf, np.ones(2))
+    assert (m, s, acc.tolist()) == (-math.inf, 0.0, [0.0, 0.0])
+    m, s = -math.inf, 0.0
+    for x in (-math.inf, -math.inf, 1.0, 3.0):  # an all-masked prefix, then scores
+        m, s = S2.online_softmax_update(m, s, x)
+    assert (m, s) == (3.0, pytest.approx(math.exp(-2) + 1))
+
+
+def test_an_update_without_the_masked_key_guard_is_wrong():
+    """The formula alone (notebook 02's reference before the guard) returns NaN on a masked
+    first key; both checks try one, and say why."""
+    assert math.isnan(_unguarded(-math.inf, 0.0, -math.inf)[1])
+    assert_wrong(checks.online_softmax_update(_unguarded), "masked first key", "nan",
+                 "unchanged")
+    assert_wrong(checks.attention_update(_unguarded_acc), "masked first key", "nan")
+
+
+def test_a_guard_only_on_the_first_step_is_caught_by_the_masked_prefix():
+    def first_call_only(m, s, x, _seen=[]):  # guards the probe, not a second masked key
+        if m == x == -math.inf and not _seen:
+            _seen.append(1)
+            return m, s
+        return _unguarded(m, s, x)
+
+    assert_wrong(checks.online_softmax_update(first_call_only), "(-inf, -inf, 1, 3")
+
+    def masked_adds_one(m, s, x):  # treats a masked key as a real one of score m
+        if x == -math.inf:
+            return (m, s + 1.0) if m > -math.inf else (m, s)
+        return S2.online_softmax_update(m, s, x)
+
+    assert_wrong(checks.online_softmax_update(masked_adds_one), "update(3.0")
+
+    def acc_keeps_masked_values(m, s, acc, x, v):  # a masked key's value sneaks into acc
+        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
+        return m_new, s_new, acc_new + (v if x == -math.inf and m > -math.inf else 0.0)
+
+    assert_wrong(checks.attention_update(acc_keeps_masked_values), "expected")
 
 
 def test_attention_update_typical_mistakes():
@@ -167,6 +223,8 @@ def test_attention_update_typical_mistakes():
 def test_attention_update_accepts_lists_and_tuples():
     def with_lists(m, s, acc, x, v):
         m_new = max(m, x)
+        if m_new == -math.inf:
+            return m_new, s, list(acc)
         a, w = math.exp(m - m_new), math.exp(x - m_new)
         return m_new, s * a + w, [acc[i] * a + w * v[i] for i in range(len(v))]
 
@@ -253,6 +311,8 @@ def _f32(update):
 def _np_softmax(rescale=True, upside_down=False):
     def update(m, s, x):
         m_new = np.maximum(m, x)
+        if m_new == -np.inf:  # only masked keys so far
+            return m_new, s
         alpha = np.exp(m_new - m) if upside_down else np.exp(m - m_new)
         return m_new, (s * alpha if rescale else s) + np.exp(x - m_new)
     return update
@@ -267,6 +327,8 @@ def test_a_float32_update_is_correct_and_float32_slips_keep_their_hints():
 
     def acc32(m, s, acc, x, v):
         m_new = np.maximum(m, x)
+        if m_new == -np.inf:
+            return m_new, s, acc
         alpha, w = np.exp(m - m_new), np.exp(x - m_new)
         return m_new, s * alpha + w, acc * alpha + w * v
 
@@ -284,6 +346,8 @@ def test_a_torch_update_is_correct():
     def update(m, s, x):
         m, s, x = (torch.tensor(float(v)) for v in (m, s, x))  # float32 tensors
         m_new = torch.maximum(m, x)
+        if m_new == -math.inf:
+            return m_new, s
         return m_new, s * torch.exp(m - m_new) + torch.exp(x - m_new)
 
     assert checks.online_softmax_update(update).ok is True

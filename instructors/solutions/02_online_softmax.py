@@ -3,6 +3,10 @@
 Exercises 1 and 2 are functions: the notebook's cell passes the function itself to its check
 (``checks.attention.online_softmax_update(update)``); the stub, which returns None, is "not
 attempted". A version computed in float32 (numpy or torch) is accepted too.
+
+Both updates must survive a masked key (score -inf) while every key so far is masked: then
+m_new = max(-inf, -inf) = -inf and exp(m - m_new) = exp(-inf - (-inf)) = exp(NaN), so the step
+returns the state unchanged (the masked key's term exp(-inf) is 0 anyway).
 """
 import math
 
@@ -12,6 +16,8 @@ import numpy as np
 def online_softmax_update(m, s, x):
     """Exercise 1: one step of the one-pass softmax; start from m = -inf, s = 0."""
     m_new = max(m, x)
+    if m_new == -math.inf:  # only masked keys so far: nothing to add, and -inf - -inf is NaN
+        return m_new, s
     s_new = s * math.exp(m - m_new) + math.exp(x - m_new)  # rescale the old sum, add the new term
     return m_new, s_new
 
@@ -19,6 +25,8 @@ def online_softmax_update(m, s, x):
 def attention_update(m, s, acc, x, v):
     """Exercise 2: the same step with the value accumulator acc (divide by s only at the end)."""
     m_new = max(m, x)
+    if m_new == -math.inf:  # only masked keys so far: the state stays (m, s, acc) = (-inf, 0, 0)
+        return m_new, s, np.asarray(acc)
     alpha, w = math.exp(m - m_new), math.exp(x - m_new)
     return m_new, s * alpha + w, np.asarray(acc) * alpha + w * np.asarray(v)
 

@@ -41,13 +41,17 @@ read is "not yet" with a hint saying what to give, never a traceback or a warnin
                         a hint, an iterator it returns is read once.
 
 Tolerances: numbers typed by hand are compared by ``check_number`` at each check's own tolerance
-(rounded answers pass); values a student's function computes at ``FLOAT32_RTOL``, which a right
-update or rotation computed in float32 meets (a few units of 2**-23 per step) and every typical
-slip misses by far (they are off by percents or more). Counts and indices are exact. A number
-that is the expected value rounded to the answer's own significant digits, but too coarse for
-the tolerance, is "close: give more digits" (``rounded_hint`` says exactly when). A message
-that shows the student's number and the expected one gives them with enough digits to differ
-(``distinct``); the student's own number is shown as they gave it (``shown``).
+(rounded answers pass). A warm-up whose prompt asks for ``SIGNIFICANT_DIGITS`` significant
+digits passes ``digits=SIGNIFICANT_DIGITS``: the tolerance is then half a unit in that digit of
+the expected value (``digits_tolerance``), so the right value rounded as asked passes, and one
+rounded more coarsely is "close: give more digits". Values a student's function computes are
+compared at ``FLOAT32_RTOL``, which a right update or rotation computed in float32 meets (a
+few units of 2**-23 per step) and every typical slip misses by far (they are off by percents
+or more). Counts and indices are exact. A number that is the expected value rounded to the
+answer's own significant digits, but too coarse for the tolerance, is "close: give more
+digits" (``rounded_hint`` says exactly when). A message that shows the student's number and
+the expected one gives them with enough digits to differ (``distinct``); the student's own
+number is shown as they gave it (``shown``).
 
 Topic modules live beside this file (``checks.attention``, ``checks.rope``, ...); reference
 solutions are kept for instructors in ``instructors/solutions/``, out of the students' way.
@@ -64,7 +68,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Verdict", "NOT_ATTEMPTED", "Unreadable", "exercise", "correct", "wrong",
+__all__ = ["SIGNIFICANT_DIGITS", "digits_tolerance", "Verdict", "NOT_ATTEMPTED", "Unreadable",
+           "exercise", "correct", "wrong",
            "not_attempted", "number", "whole", "items", "vector", "wholes", "call", "unfilled",
            "quiet", "shown", "distinct", "significant_digits", "close_to", "as_number",
            "format_value", "check_number", "rounded_hint", "FLOAT32_EPS", "FLOAT32_RTOL",
@@ -72,6 +77,7 @@ __all__ = ["Verdict", "NOT_ATTEMPTED", "Unreadable", "exercise", "correct", "wro
 
 NOT_ATTEMPTED = "Not attempted yet: fill in the stub above and run this cell again."
 
+SIGNIFICANT_DIGITS = 3  # what every numeric warm-up's prompt asks for ("3 significant digits")
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2**-23, one unit in the last place at 1.0
 FLOAT32_RTOL = 1e-5  # about 80 float32 units: float32 arithmetic passes, a typical slip does not
 MAX_ITEMS = 100_000  # an iterator longer than this is refused, not read forever
@@ -556,13 +562,26 @@ def rounded_hint(answer, value, expected, candidates, near):
             f"more digits (at least {needed}).")
 
 
+def digits_tolerance(expected, digits):
+    """Half a unit in the ``digits``-th significant digit of ``expected`` (a hair more, for
+    binary round-off): how far ``expected`` rounded to that many digits may lie from it.
+    0.63212 at 3 digits: 0.0005, so 0.632 passes and 0.63 does not."""
+    if expected == 0:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(abs(expected))) - digits + 1) * (1 + 1e-9)
+
+
 def check_number(name, answer, expected, mistakes, *, unit="", rtol=2e-3, atol=0.0, fmt=None,
-                 generic="", integer=False, right=None):
+                 generic="", integer=False, right=None, digits=None):
     """A numeric exercise: correct within tolerance; else the hint of the first typical mistake
     it matches; else "close: give more digits" (``rounded_hint``); else a generic nudge.
     ``mistakes`` lists (value that mistake gives, hint). ``integer``: the answer is a count,
     compared exactly (``whole``'s rules; a typical mistake within float round-off), never
-    "close"; a float that is not whole gets the // hint. ``right``: the correct message."""
+    "close"; a float that is not whole gets the // hint. ``digits``: the prompt asks for that
+    many significant digits, and the tolerance is ``digits_tolerance`` (``rtol`` and ``atol``
+    unused). ``right``: the correct message."""
+    if digits is not None:
+        rtol, atol = 0.0, digits_tolerance(expected, digits)
     if answer is None:
         return not_attempted(name)
     what = "one whole number" if integer else "one finite number"

@@ -11,12 +11,12 @@ import numpy as np
 
 from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
-from ..softmax import online_attention_trace, online_softmax_trace
+from ..softmax import online_attention_row, online_attention_trace, online_softmax_trace
 from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, long_context_cost, naive_traffic,
                        score_matrix_table, tiled_traffic)
 from ..attention import key_blocks
-from . import (FLOAT32_RTOL, Unreadable, _short, as_number, call, check_number, close_to,
-               correct, distinct, items, shown, vector, wholes, wrong)
+from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, _short, as_number, call,
+               check_number, close_to, correct, distinct, items, shown, vector, wholes, wrong)
 from ._preamble import preamble
 
 __all__ = [
@@ -58,7 +58,8 @@ def score_matrix_gib(answer):
                                   "question asks for the size of S once."),
         (expected * layers, f"That is all {layers} layers; the question asks for one layer."),
     ]
-    return check_number("score_matrix_gib", answer, expected, mistakes, unit="GiB",
+    return check_number("score_matrix_gib", answer, expected, mistakes,
+                         digits=SIGNIFICANT_DIGITS, unit="GiB",
                          generic="Count n x n scores per head, times heads, times 4 bytes, "
                                  "divided by 2**30.")
 
@@ -89,7 +90,8 @@ def unfused_scores_mib(answer):
                                  "leaves as the largest tensor; the question asks for the scores."),
         (expected * 1.048576, "Right bytes, wrong unit: 1 MiB is 2**20 bytes, not 10**6."),
     ]
-    return check_number("unfused_scores_mib", answer, expected, mistakes, unit="MiB",
+    return check_number("unfused_scores_mib", answer, expected, mistakes,
+                         digits=SIGNIFICANT_DIGITS, unit="MiB",
                          generic="Queries x keys x query heads x 4 bytes, divided by 2**20.")
 
 
@@ -114,7 +116,8 @@ def attention_share(answer):
                                                      f"by the {q['layers']} layers."),
         (1 - expected, "That is the weights' share; the question asks for attention's."),
     ]
-    return check_number("attention_share", answer, expected, mistakes, unit="",
+    return check_number("attention_share", answer, expected, mistakes,
+                         digits=SIGNIFICANT_DIGITS, unit="",
                          generic="weights = 2 x params x n; causal attention = 2 x n^2 x "
                                  "q_dim x layers; share = attention / (weights + attention).")
 
@@ -134,19 +137,33 @@ def _reals(result, k):
         return None
 
 
-# Notebook 02's six scores, as the messages show them: (1, 3, 2, 5, 0.5, 4).
-_SCORES = "(" + ", ".join(f"{x:g}" for x in QUESTIONS["sink_share"]["scores"]) + ")"
-
 # (state m, s, new score x) probes: a key that raises the max (most mistakes show here), a
-# key below the max, the first key (m = -inf, s = 0), and huge scores where forgetting the max
-# overflows.
+# key below the max, the first key (m = -inf, s = 0), huge scores where forgetting the max
+# overflows, a masked key (-inf) after real ones, and a masked first key, where the formula
+# alone computes exp(-inf - (-inf)) = NaN.
 _SOFTMAX_PROBES = [(3.0, 1.1353352832366128, 5.0), (3.0, 1.5032147244080551, 2.0),
-                   (-math.inf, 0.0, 1.0), (1000.0, 1.0, 1001.0)]
+                   (-math.inf, 0.0, 1.0), (1000.0, 1.0, 1001.0),
+                   (3.0, 1.1353352832366128, -math.inf), (-math.inf, 0.0, -math.inf)]
+
+# The six scores again, behind two masked keys and with one in the middle: every prefix of the
+# first two is all-masked.
+_MASKED_SCORES = (-math.inf, -math.inf) + QUESTIONS["sink_share"]["scores"][:3] + (-math.inf,) \
+    + QUESTIONS["sink_share"]["scores"][3:]
+# Both sequences as the messages show them: (1, 3, 2, 5, 0.5, 4), (-inf, -inf, 1, ...).
+_SCORES = "(" + ", ".join(f"{x:g}" for x in QUESTIONS["sink_share"]["scores"]) + ")"
+_MASKED_TEXT = "(" + ", ".join(f"{x:g}" for x in _MASKED_SCORES) + ")"
+
+_MASKED_FIRST = ("For a masked first key (m = -inf, s = 0, x = -inf) it gave s = {s}: m_new = "
+                 "max(m, x) is still -inf, and exp(m - m_new) = exp(-inf - (-inf)) is NaN in "
+                 "floating point, which then spreads to every later step. While every key so "
+                 "far is masked there is nothing to sum: return the state unchanged.")
 
 
 def _softmax_variants(m, s, x):
     """The right update and the usual wrong ones, for one probe (NaN where undefined)."""
     m_new = max(m, x)
+    if m_new == -math.inf:  # every key so far masked: the state stays; no mistake to name
+        return {"right": (m, s)}
     with np.errstate(all="ignore"):
         e = lambda z: float(np.exp(np.float64(z)))  # noqa: E731  (inf instead of OverflowError)
         return {
@@ -192,8 +209,13 @@ def online_softmax_update(update):
         if close_to(got[::-1], right, rtol=FLOAT32_RTOL):
             return wrong(name, "The values are right but swapped: return (m_new, s_new).")
         for key, hint in _SOFTMAX_HINTS.items():
-            if close_to(got, variants[key], rtol=FLOAT32_RTOL):
+            if key in variants and close_to(got, variants[key], rtol=FLOAT32_RTOL):
                 return wrong(name, hint)
+        if m == x == -math.inf:
+            return wrong(name, _MASKED_FIRST.format(s=got[1]) if not np.isfinite(got[1])
+                         else f"For a masked first key (m = -inf, s = 0, x = -inf) it gave "
+                              f"({got[0]}, {got[1]}); a masked key adds exp(-inf) = 0, so the "
+                              f"state stays (-inf, 0).")
         if not np.isfinite(got[1]):
             start = "the first key (m = -inf, s = 0)" if m == -math.inf else f"x = {x}"
             return wrong(name, f"For {start} it gave s = {got[1]}: s must stay a finite sum of "
@@ -202,35 +224,42 @@ def online_softmax_update(update):
         return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({gm}, {gs}); expected "
                            f"m_new = max(m, x) = {em} and s_new = s * exp(m - m_new) + "
                            f"exp(x - m_new) = {es}.")
-    # The probes pass: notebook 02's six scores must come out of the same function, in order.
-    m, s = -math.inf, 0.0
-    for step in online_softmax_trace(QUESTIONS["sink_share"]["scores"]):
-        result, error = call(update, m, s, step.x, overflow=_OVERFLOW)
-        got = None if error else _reals(result, 2)
-        if got is None:
-            return wrong(name, error or f"Step {step.i} over the six scores {_SCORES} returned "
-                               f"{_short(result)}.")
-        m, s = got
-        if not close_to((m, s), (step.m, step.s), rtol=FLOAT32_RTOL):
-            (gm, em), (gs, es) = distinct(m, step.m), distinct(s, step.s)
-            return wrong(name, f"Step {step.i} over the six scores {_SCORES} gives m = {gm}, "
-                               f"s = {gs}; expected m = {em}, s = {es}.")
+    # The probes pass: notebook 02's six scores must come out of the same function, in order,
+    # and again behind two masked keys (with a third in the middle).
+    for scores, what in ((QUESTIONS["sink_share"]["scores"], f"the six scores {_SCORES}"),
+                         (_MASKED_SCORES, f"the scores {_MASKED_TEXT}")):
+        m, s = -math.inf, 0.0
+        for step in online_softmax_trace(scores):
+            result, error = call(update, m, s, step.x, overflow=_OVERFLOW)
+            got = None if error else _reals(result, 2)
+            if got is None:
+                return wrong(name, error or f"Step {step.i} over {what} returned "
+                                   f"{_short(result)}.")
+            m, s = got
+            if not close_to((m, s), (step.m, step.s), rtol=FLOAT32_RTOL):
+                (gm, em), (gs, es) = distinct(m, step.m), distinct(s, step.s)
+                return wrong(name, f"Step {step.i} over {what} gives m = {gm}, s = {gs}; "
+                                   f"expected m = {em}, s = {es}.")
     return correct(name, f"Correct: when the max rises the old sum shrinks by exp(m - m_new), "
                          f"and the six scores' final s = {s:.6f} comes out in one pass.")
 
 
 # (m, s, acc, x, v) probes along notebook 02's six keys and their 2-D values: the first key, a
-# key below the max, a key that raises it.
+# key below the max, a key that raises it, a masked key after real ones, a masked first key.
 _ACC_PROBES = [
     (-math.inf, 0.0, (0.0, 0.0), 1.0, (1.0, 0.0)),
     (3.0, 1.1353352832366128, (0.1353352832366127, 1.0), 2.0, (1.0, 1.0)),
     (3.0, 1.5032147244080551, (0.503214724408055, 1.3678794411714423), 5.0, (2.0, 0.0)),
+    (3.0, 1.1353352832366128, (0.1353352832366127, 1.0), -math.inf, (1.0, 1.0)),
+    (-math.inf, 0.0, (0.0, 0.0), -math.inf, (1.0, 0.0)),
 ]
 
 
 def _acc_variants(m, s, acc, x, v):
     acc, v = np.asarray(acc, dtype=float), np.asarray(v, dtype=float)
     m_new = max(m, x)
+    if m_new == -math.inf:  # every key so far masked: the state stays; no mistake to name
+        return {"right": (m, s, acc)}
     a, w = math.exp(m - m_new), math.exp(x - m_new)
     s_new = s * a + w
     w_old = math.exp(x - m) if m > -math.inf else w
@@ -303,32 +332,41 @@ def attention_update(update):
         if same(variants["right"]):
             continue
         for key, hint in _ACC_HINTS.items():
-            if same(variants[key]):
+            if key in variants and same(variants[key]):
                 return wrong(name, hint)
+        if m == x == -math.inf:
+            return wrong(name, _MASKED_FIRST.format(s=got[1]) if not np.isfinite(got[1])
+                         else f"For a masked first key (m = -inf, s = 0, acc = {acc}, x = -inf) "
+                              f"it gave ({got[0]}, {got[1]}, {got[2].tolist()}); a masked key "
+                              f"adds nothing, so the state stays (-inf, 0, acc).")
         return wrong(name, f"From m = {m:g}, s = {s:.6f}, acc = {acc} and the key (x = {x}, "
                            f"v = {v}) expected m = {variants['right'][0]:g}, s = "
                            f"{variants['right'][1]:.6f}, acc = "
                            f"{np.round(variants['right'][2], 6).tolist()}.")
     scores = QUESTIONS["sink_share"]["scores"]
     values = np.array([[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, -1]], dtype=float)
-    expected = online_attention_trace(scores, values)[-1]
-    want = np.asarray(expected.acc) / expected.s
-    m, s, acc = -math.inf, 0.0, np.zeros(2)
-    for x, v in zip(scores, values):
-        result, error = call(update, m, s, acc, x, v)
-        if error:
-            return wrong(name, error)
-        state, problem = _acc_state(result)
-        if problem:
-            return wrong(name, problem)
-        m, s, acc = state
-    with np.errstate(all="ignore"):
-        out = acc / s
-    if not close_to(out, want, rtol=FLOAT32_RTOL):
-        pairs = [distinct(o, w) for o, w in zip(out, want)]
-        return wrong(name, f"Over the six keys and their 2-D values acc / s = "
-                           f"[{', '.join(g for g, _ in pairs)}]"
-                           f"; expected [{', '.join(e for _, e in pairs)}].")
+    want = online_attention_row(scores, values)
+    # The same keys behind two masked keys, with a third in the middle: same output.
+    masked = [i for i, x in enumerate(_MASKED_SCORES) if x == -math.inf]
+    hidden = np.insert(values, [m - k for k, m in enumerate(masked)], 9.0, axis=0)
+    for keys, vals, what in ((scores, values, "the six keys and their 2-D values"),
+                             (_MASKED_SCORES, hidden, f"the scores {_MASKED_TEXT} (the six "
+                                                      f"keys with three masked ones)")):
+        m, s, acc = -math.inf, 0.0, np.zeros(2)
+        for x, v in zip(keys, vals):
+            result, error = call(update, m, s, acc, x, v)
+            if error:
+                return wrong(name, error)
+            state, problem = _acc_state(result)
+            if problem:
+                return wrong(name, problem)
+            m, s, acc = state
+        with np.errstate(all="ignore"):
+            out = acc / s
+        if not close_to(out, want, rtol=FLOAT32_RTOL):
+            pairs = [distinct(o, w) for o, w in zip(out, want)]
+            return wrong(name, f"Over {what} acc / s = [{', '.join(g for g, _ in pairs)}]"
+                               f"; expected [{', '.join(e for _, e in pairs)}].")
     shown_out = ", ".join(f"{o:.6f}" for o in out)
     return correct(name, f"Correct: the six keys' output ({shown_out}), divided by s once, "
                          f"after the last key.")
@@ -360,7 +398,8 @@ def sink_share(answer):
                                   f"against m = {keys.m:g}, so the sink's term must be too "
                                   f"(exp(sink - m)), or rescale everything to the new max."),
     ]
-    return check_number("sink_share", answer, expected, mistakes, unit="",
+    return check_number("sink_share", answer, expected, mistakes,
+                         digits=SIGNIFICANT_DIGITS, unit="",
                          generic="With the sink as one more score: m_new = max(m, sink), "
                                  "s_new = s * exp(m - m_new) + exp(sink - m_new); the share is "
                                  "exp(sink - m_new) / s_new.")
@@ -488,5 +527,5 @@ def small_block_ratio(answer):
         (4 * n * n / tiled, "Naive also moves Q, K, V and O (4 n d floats), not only S and P."),
     ]
     return check_number("small_block_ratio", answer, expected, mistakes, unit="",
-                         rtol=1e-3, generic="Divide naive_traffic(n, d).total by "
+                         digits=SIGNIFICANT_DIGITS, generic="Divide naive_traffic(n, d).total by "
                                             "tiled_traffic(n, d, B).total, or the formulas.")
