@@ -590,8 +590,9 @@ def neox_to_adjacent_pairs(weight, n_heads):
     """The rows of a Q or K projection (n_heads * head_dim, d) reordered so that a rotation of
     adjacent pairs (2j, 2j + 1), llama.cpp's llama architecture, does what this model's NeoX
     rotation of (j, j + head_dim / 2) does: within each head, row j goes to 2j and row
-    j + head_dim / 2 to 2j + 1 (what HuggingFace's GGUF converter does to Llama checkpoints).
-    Q and K permuted alike leave every score q . k unchanged."""
+    j + head_dim / 2 to 2j + 1 (what llama.cpp's GGUF converter, convert_hf_to_gguf.py, does to
+    HuggingFace Llama checkpoints; HuggingFace's own converter permutes the other way, Meta's
+    adjacent pairs to NeoX halves). Q and K permuted alike leave every score q . k unchanged."""
     weight = check.array("weight", weight, kind="real", ndim=2)
     n_heads = check.integer("n_heads", n_heads, minimum=1)
     if weight.shape[0] % (2 * n_heads):

@@ -44,6 +44,21 @@ def test_pi_config_rejects(answer, hint):
     assert v.ok is False and hint in v.message, v
 
 
+@pytest.mark.parametrize("kind", ["yarn", "llama3", "longrope", "dynamic", "ntk"])
+@pytest.mark.parametrize("key", ["rope_type", "type"])
+def test_pi_config_names_pi_as_linear_before_the_library_asks_for_other_keys(kind, key):
+    """A bare {"rope_type": "yarn", "factor": 4} once got lessonlib.rope's "original_max_
+    position_embeddings is required" (a key PI does not need): the hint is that PI is linear."""
+    v = C.pi_config({key: kind, "factor": 4.0})
+    assert v.ok is False and "same factor" in v.message and "'linear'" in v.message, v
+    assert "rejects" not in v.message and "required" not in v.message, v
+
+
+def test_pi_config_default_rope_is_not_pi():
+    v = C.pi_config({"rope_type": "default"})
+    assert v.ok is False and "no scaling" in v.message and "'linear'" in v.message, v
+
+
 # --------------------------------------------------------------------------- exercise 2
 
 def test_uniform_bos_weight_accepts_the_mean_of_one_over_keys_seen():
@@ -103,6 +118,14 @@ def test_streaming_positions_accepts_sinks_plus_recent_and_slot_255():
 def test_streaming_positions_rejects(answer, hint):
     v = C.streaming_positions(answer)
     assert v.ok is False and hint in v.message, v
+
+
+@pytest.mark.parametrize("start", [1000 - 252, 1000 - 250])
+def test_streaming_positions_off_by_one_hint_does_not_give_the_answer(start):
+    """It once said "the last 252 being 749..1000": the answer itself."""
+    v = C.streaming_positions(([0, 1, 2, 3] + list(range(start, 1001)), 255))
+    assert v.ok is False and "off by one" in v.message, v
+    assert "749" not in v.message and not re.search(r"\.\.\s*1,?000", v.message), v
 
 
 # --------------------------------------------------------------------------- answers in every form

@@ -38,6 +38,35 @@ def test_extension_accuracy_and_loss_lines_show_the_cells():
         plt.close(fig)
 
 
+def _hidden_pairs(lines):
+    """Pairs of lines with the same data drawn the same way: the later hides the earlier."""
+    items = list(lines.items())
+    return [(k1, k2) for i, (k1, a) in enumerate(items) for k2, b in items[i + 1:]
+            if len(a.get_ydata()) == len(b.get_ydata())
+            and np.allclose(a.get_ydata(), b.get_ydata())
+            and (a.get_linestyle(), a.get_marker()) == (b.get_linestyle(), b.get_marker())]
+
+
+def test_coinciding_sweep_lines_stay_visible():
+    """Notebook 10's sweep: dynamic NTK reaches NTK-aware's s = 8 at 2,048 tokens and gives the
+    same numbers there. Drawn alike (both solid, both circles), NTK-aware vanished under it;
+    every pair of lines with equal data now differs in line style or marker."""
+    ext = R.load_results("extension")
+    same = [(c["length"], c["loss_by_position"]) for c in ext["cells"]
+            if c["model"] == "base" and c["variant"] == "ntk"]
+    dyn = [(c["length"], c["loss_by_position"]) for c in ext["cells"]
+           if c["model"] == "base" and c["variant"] == "dynamic"]
+    assert any(n == m and np.allclose(a, b) for n, a in same for m, b in dyn)  # the case
+    fig, (a, b) = plt.subplots(1, 2)
+    try:
+        assert not _hidden_pairs(P.draw_extension_accuracy(a, ext))
+        for n in ext["lengths"]:
+            b.clear()
+            assert not _hidden_pairs(P.draw_position_loss(b, ext, length=n)), n
+    finally:
+        plt.close(fig)
+
+
 def test_results_tables():
     ext = make_extension()
     rows = R.extension_table(ext, 512)

@@ -5,12 +5,12 @@
     streaming_positions(answer)       what a 4-sink StreamingLLM cache holds, and the newest
                                       key's RoPE position
 """
-import math
 
 import numpy as np
 
-from lessonlib.checks import (Unreadable, as_number, correct, items, number, quiet, rounded_hint,
-                              whole, wholes, wrong)
+from lessonlib.checks import (SIGNIFICANT_DIGITS, Unreadable, as_number, correct,
+                              digits_tolerance, items, number, quiet, rounded_hint, whole, wholes,
+                              wrong)
 from lessonlib.checks._preamble import preamble
 from lessonlib.rope import rope_frequencies, rope_parameters, rotary_dim
 from lessonlib.streaming import StreamingCache
@@ -22,6 +22,10 @@ TRAINED_LENGTH = 256  # the tiny model's trained context, L0
 PI_LENGTH = 1024  # exercise 1: the length to serve
 QUERY_FROM = 32  # exercise 2: queries at positions QUERY_FROM .. TRAINED_LENGTH - 1
 STREAM_SEEN, N_SINK, N_RECENT = 1001, 4, 252  # exercise 3: tokens 0..1000 streamed
+
+
+# rope types that slow pairs unevenly (lessonlib.rope reads them): a dict naming one is not PI
+_NOT_UNIFORM = ("ntk", "dynamic", "yarn", "llama3", "longrope")
 
 
 def _tiny_config(rope_scaling=None):
@@ -54,6 +58,14 @@ def pi_config(answer):
     name = "pi_config"
     if "rope_scaling" in answer or "rope_parameters" in answer:
         return wrong(name, "give the rope_scaling dict itself, not a config that holds it")
+    kind = answer.get("rope_type", answer.get("type"))
+    if kind in _NOT_UNIFORM:  # judged by its name first: what it lacks does not matter
+        return wrong(name, f"rope_type {kind!r} slows some pairs more than others; PI slows "
+                           f"every pair by the same factor, i.e. reads position m as m / s "
+                           f"(rope_type 'linear').")
+    if kind == "default":
+        return wrong(name, "rope_type 'default' is plain RoPE, no scaling at all; PI is "
+                           "rope_type 'linear' with a factor.")
     read, problem = _read(_tiny_config(dict(answer)))
     if problem:
         return wrong(name, problem)
@@ -109,9 +121,10 @@ def uniform_bos_weight(answer):
         else:
             return wrong(name, "give one number (the mean over the queries).")
     value = number(answer)
+    tolerance = digits_tolerance(expected, SIGNIFICANT_DIGITS)  # the prompt asks for 3 digits
 
     def near(a, b):
-        return math.isclose(a, b, rel_tol=1e-6)
+        return abs(a - b) <= tolerance
 
     if near(value, expected):
         return correct(name, f"Correct: {expected:.4f}. The query at p sees p + 1 keys, so "
@@ -158,8 +171,9 @@ def streaming_positions(answer):
         if held.size and held.ndim == 1 and not np.isin(np.arange(N_SINK), held).all():
             return wrong(name, "the first 4 tokens (the sinks) are never evicted.")
         if held.size == want.size + 1 or held.size == want.size - 1:
-            return wrong(name, f"off by one: the cache holds exactly 4 + 252 = {want.size} "
-                               "tokens, the last 252 being 749..1000.")
+            return wrong(name, f"off by one: you gave {held.size} positions, the cache holds "
+                               f"exactly 4 + 252 = {want.size}. Count the recent ones back "
+                               f"from the newest token, which is one of the 252 itself.")
         return wrong(name, f"the cache holds {want.size} positions: the 4 sinks and the latest "
                            "252.")
     if rope_position == STREAM_SEEN - 1:

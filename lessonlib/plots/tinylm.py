@@ -67,7 +67,12 @@ def extension_colours(extension, cells=None):
 
 
 def _extension_style(key):
-    return "--" if key[0] != "base" else "-"
+    """(linestyle, marker) of a sweep cell: the fine-tuned model dashed with squares; dynamic
+    NTK dotted with crosses, because from 8x on (its s = n / L0 reaches the static 8) its
+    numbers are NTK-aware's, drawn just before it: dotted over solid, both stay visible."""
+    if key[0] != "base":
+        return "--", "s"
+    return (":", "x") if key[1] == "dynamic" else ("-", "o")
 
 
 def draw_extension_accuracy(ax, extension, *, cells=None, legend=True):
@@ -81,9 +86,10 @@ def draw_extension_accuracy(ax, extension, *, cells=None, legend=True):
     lines = {}
     for key, cs in groups.items():
         cs = sorted(cs, key=lambda c: c["length"])
-        lines[key] = ax.plot([c["length"] for c in cs], [c["accuracy"] for c in cs],
-                             ls=_extension_style(key), marker="s" if key[0] != "base" else "o",
-                             ms=4, color=colours[key], label=_label(cs[0]))[0]
+        ls, marker = _extension_style(key)
+        lines[key] = ax.plot([c["length"] for c in cs], [c["accuracy"] for c in cs], ls=ls,
+                             marker=marker, ms=6 if marker == "x" else 4, color=colours[key],
+                             label=_label(cs[0]))[0]
     ax.axhline(extension["chance_accuracy"], color="gray", lw=0.8, ls=":", label="chance (1/32)")
     ax.axvline(extension["trained_length"], color="k", lw=0.8, ls="--")
     ax.set_xscale("log", base=2)
@@ -110,7 +116,8 @@ def draw_position_loss(ax, extension, *, length, cells=None, max_length=None, yl
         if c["length"] != length or (cells is not None and key not in cells):
             continue
         x, y = _loss_xy(extension, c)
-        lines[key] = ax.plot(x, y, lw=1.4, ls=_extension_style(key), color=colours[key],
+        ls, _ = _extension_style(key)
+        lines[key] = ax.plot(x, y, lw=2.0 if ls == ":" else 1.4, ls=ls, color=colours[key],
                              label=_label(c))[0]
     ax.axvline(extension["trained_length"], color="k", lw=0.8, ls="--")
     ax.set_xlim(0, max_length or length)
