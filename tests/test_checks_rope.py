@@ -94,6 +94,15 @@ def test_never_turning_hints():
     assert_wrong(checks.never_turning(58), "base^(-i/d)")
     assert_wrong(checks.never_turning(32), "llama3-scaled")
     assert_wrong(checks.never_turning(7), "wavelength")
+
+
+def test_never_turning_names_4096_positions_as_a_cause_of_32():
+    """32 pairs is the count over 4,096 positions (notebook 07's worked length) as well as with
+    the llama3-scaled frequencies; the hint once named only the second."""
+    from lessonlib import rope
+    theta = rope.rope_frequencies({"head_dim": 128, "rope_theta": 500_000.0})[0]
+    assert rope.pairs_never_turning(theta, 4096).size == 32
+    assert_wrong(checks.never_turning(32), "4,096 positions", "llama3-scaled", "8,192")
     assert_wrong(checks.never_turning("29"), "one whole number")
 
 

@@ -100,3 +100,67 @@ def test_10_says_the_live_and_the_sweep_tables_differ_by_sampling_noise():
     assert "sampling noise" in prose and "16 held-out" in prose and "64 per cell" in prose
     se16, se64 = math.sqrt(0.25 / 16), math.sqrt(0.25 / 64)
     assert f"about {se16:.3f} with 16 documents, {se64:.4f} with 64" in outputs(TEN)
+
+
+# ------------------------------------------------------------------ 07
+
+SEVEN = "07_rope"
+
+
+def test_07_float32_error_claims_name_the_model_they_hold_for():
+    """"The largest error, about 0.0078 rad, falls on pair 1" was Mistral's; the notebook's first
+    model, Llama-3.1-8B, prints 0.0063 rad on pair 2. Every "<x> rad ... pair <j>" claim in the
+    prose names a model, and the number and pair are that model's."""
+    from lessonlib import rope
+    from lessonlib.configs import load_config
+    n = 131_072
+    truth = {}
+    for name, key in (("Llama-3.1-8B", "Llama"), ("Mistral-7B", "Mistral")):
+        inv, _ = rope.rope_frequencies(load_config(name), seq_len=n)
+        err = rope.float32_angle_error(inv, n)
+        j = int(err.total.argmax())
+        truth[key] = (f"{err.total[j]:.4f}", j)
+        assert f"the largest, {err.total[j]:.4f} rad, falls on pair {j}" in outputs(SEVEN)
+    claims = [s for s in sentences(markdown(SEVEN)) if re.search(r"0\.00\d\d rad", s)]
+    assert claims
+    for s in claims:
+        for value, pair in re.findall(r"(0\.00\d\d) rad[^.;]*?\(?pair (\d+)", s):
+            models = [k for k in truth if k in s and truth[k] == (value, int(pair))]
+            assert models, (value, pair, s)
+        for value in re.findall(r"(0\.00\d\d) rad", s):
+            assert any(k in s and truth[k][0] == value for k in truth), (value, s)
+
+
+def test_07_float32_spacing_is_stated_with_its_range():
+    """Float32 numbers are 1/128 apart only in [2^16, 2^17), not everywhere below 2^17."""
+    assert np.spacing(np.float32(2.0 ** 16)) == 1 / 128
+    assert np.spacing(np.float32(2.0 ** 16 - 1)) == 1 / 256
+    prose = " ".join(markdown(SEVEN).split())
+    assert "where float32 numbers are 1/128 apart" not in prose
+    assert "1/128 apart from $2^{16} = 65{,}536$ to $2^{17}$" in prose
+    assert "1/128 in [2^16, 2^17)" in outputs(SEVEN)
+
+
+def test_07_turns_are_counted_by_one_stated_rule():
+    """"652 turns" stood beside a printed 651.90: the rule (n / wavelength turns, never turning
+    when the wavelength exceeds n, the largest angle (n - 1) theta) is stated, and every count
+    of pair 0's turns in the prose and the prints is that rule's."""
+    from lessonlib import rope
+    theta, _ = rope.rope_frequencies({"head_dim": 128, "rope_theta": 10_000.0})
+    turns = rope.turns_within(theta, 4096)[0]
+    prose = " ".join(markdown(SEVEN).split())
+    assert "How turns are counted" in prose and "$(n - 1)\\theta_i$" in prose
+    said = re.findall(r"pair 0 (?:turns|makes) ([\d.,]+) (?:times|turns)", prose, re.I)
+    said += re.findall(r"pair 0: ([\d.,]+) turns", outputs(SEVEN))
+    assert said and all(math.isclose(float(x), turns, abs_tol=0.05) for x in said), said
+    never = rope.pairs_never_turning(theta, 4096)
+    assert np.array_equal(never, np.flatnonzero(rope.turns_within(theta, 4096) < 1))
+
+
+def test_07_off_by_one_is_relative_to_the_cached_keys():
+    """"Count positions one off and every distance shifts by a token" contradicted the cell that
+    shows only distances count: the slip shifts new tokens against keys already cached."""
+    prose = " ".join(markdown(SEVEN).split())
+    assert "count positions one off and every distance shifts" not in prose
+    assert "one off from the keys already cached" in prose
+    assert "keys already in the cache keep the angles" in prose

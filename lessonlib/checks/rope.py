@@ -183,10 +183,22 @@ def never_turning(answer):
         (int(np.sum(2 * np.pi / _theta(b, d, i) > n)),
          f"You counted {d} entries of base^(-i/d); there are d/2 = {d // 2} pairs with "
          "theta_i = base^(-2i/d)."),
-        (R.pairs_never_turning(R.rope_frequencies(cfg)[0], n).size,
-         "That uses the llama3-scaled frequencies; the question asks about the base RoPE the "
-         "model was trained with (before the 8x extension)."),
     ]
+    # Two slips give the same count for this model: 4,096 positions (the worked head's trained
+    # length) and the llama3-scaled frequencies. The hint names whichever can be the cause.
+    half = R.pairs_never_turning(theta, n // 2).size
+    scaled = R.pairs_never_turning(R.rope_frequencies(cfg)[0], n).size
+    over_half = (f"That counts over {n // 2:,} positions (the worked head's trained length); "
+                 f"this model was trained on {n:,}.")
+    over_scaled = ("That uses the llama3-scaled frequencies; the question asks about the base "
+                   "RoPE the model was trained with (before the 8x extension).")
+    if half == scaled:
+        mistakes.append((half, f"That is the count over {n // 2:,} positions (the worked head's "
+                               f"trained length), and also the count with the llama3-scaled "
+                               f"frequencies; the question asks for base RoPE (rope_theta "
+                               f"{b:,.0f}, no scaling) over the {n:,} trained positions."))
+    else:
+        mistakes += [(half, over_half), (scaled, over_scaled)]
     return check_number(name, answer, expected, mistakes, integer=True, fmt=".0f",
                          unit="pairs",
                          generic=f"Count the pairs whose wavelength 2 pi / theta_i is longer "
