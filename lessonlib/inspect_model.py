@@ -28,7 +28,7 @@ __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CH
 
 ENGINE_CHOICES = ("llama.cpp", "vllm", "ideal")
 KV_TYPE_CHOICES = ("f16", "bf16", "q8_0", "q4_0", "fp8")
-VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization
+VLLM_GPU_MEMORY_UTILIZATION = 0.92  # vLLM 0.32's default --gpu-memory-utilization (CacheConfig)
 LLAMACPP_N_UBATCH = 512  # llama.cpp's default -ub
 WIDTH = 100  # prose lines of the text report wrap here (tables do not)
 VLLM_BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
@@ -161,7 +161,7 @@ def _fmt_bytes(n):
     return f"{n:,} B"  # pragma: no cover
 
 
-def _cache_rows(cfg, n, *, engine, kv_type, n_seq, W):
+def _cache_rows(cfg, n, *, engine, kv_type, n_seq, W, in_flight):
     """The rows of one context and engine: llama.cpp with and without --swa-full when some
     layers slide; each with the cells per layer and the reason it differs from the exact count."""
     if engine == "llama.cpp" and all(w is None for w in kc.llamacpp_layer_windows(cfg)):
@@ -172,7 +172,7 @@ def _cache_rows(cfg, n, *, engine, kv_type, n_seq, W):
         n_ctx = n * n_seq if engine == "llama.cpp" else n
         size = kc.kv_cache_bytes(cfg, n_ctx, engine=engine, n_seq=n_seq, kv_type=kv_type,
                                  swa_full=swa_full, n_ubatch=LLAMACPP_N_UBATCH,
-                                 block_size=VLLM_BLOCK_SIZE)
+                                 block_size=VLLM_BLOCK_SIZE, max_in_flight_tokens=in_flight)
         label = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "ideal": "exact"}[engine]
         if swa_full:
             label += " --swa-full" if engine == "llama.cpp" else " --disable-hybrid-kv-cache-manager"
@@ -180,11 +180,11 @@ def _cache_rows(cfg, n, *, engine, kv_type, n_seq, W):
                      "swa_full": swa_full, "label": label, "bytes": size.total_bytes,
                      "global_cells": size.global_layers.cells if size.global_layers.n_layers else None,
                      "sliding_cells": size.sliding_layers.cells if size.sliding_layers.n_layers else None,
-                     "why": _why(engine, n, n_seq, W, size, swa_full)})
+                     "why": _why(engine, n, n_seq, W, size, swa_full, in_flight)})
     return rows
 
 
-def _why(engine, n, n_seq, W, size, swa_full):
+def _why(engine, n, n_seq, W, size, swa_full, in_flight):
     g, s = size.global_layers, size.sliding_layers
     exact = n * n_seq
     parts = []
@@ -217,9 +217,9 @@ def _why(engine, n, n_seq, W, size, swa_full):
             parts.append("hybrid manager off: sliding layers sized as global ones")
         else:
             blocks = s.blocks // n_seq
-            parts.append(f"sliding layers cdiv(min(W - 1, n), 16) + 1 = {blocks:,} blocks per "
-                         "request (the window's W - 1 earlier tokens, plus the block being "
-                         "written)")
+            parts.append(f"sliding layers cdiv(min(W - 1 + {in_flight:,}, n), 16) + 1 = "
+                         f"{blocks:,} blocks per request (the window's W - 1 earlier tokens and "
+                         f"{in_flight:,} in flight, plus the block being written)")
     if n_seq > 1:
         parts.append(f"x {n_seq} requests")
     return "; ".join(parts)
@@ -353,11 +353,12 @@ def _limits(cfg):
     out = {"hf_max_position_embeddings": None if hf is None else
            check.integer("max_position_embeddings", hf, minimum=1)}
     try:
-        out["vllm_max_model_len"] = rope.derived_max_model_len(text)
+        out["vllm_max_model_len"] = rope.vllm_max_model_len(text)
+        out["vllm_derived_max_model_len"] = rope.derived_max_model_len(text)
     except ValueError as err:
         if "none of the length keys" not in str(err) and _NO_L0 not in str(err):
             raise
-        out["vllm_max_model_len"] = None
+        out["vllm_max_model_len"] = out["vllm_derived_max_model_len"] = None
     # llama.cpp: -c 0 takes n_ctx_train, the GGUF's context_length, which its converter writes
     # from max_position_embeddings; a longer -c runs, with a warning, as far as RoPE allows
     out["llamacpp_n_ctx_train"] = text.get("_gguf_context_length", out["hf_max_position_embeddings"])
@@ -396,10 +397,14 @@ def _warnings(cfg, contexts, limits, layers):
         if top is not None and n > top:
             out.append(f"context {n:,} is past every limit derived from the file (longest "
                        f"{top:,}): positions beyond it were never trained or scaled for")
-        elif limits["vllm_max_model_len"] is not None and n > limits["vllm_max_model_len"]:
+        elif limits["vllm_derived_max_model_len"] is not None \
+                and n > limits["vllm_derived_max_model_len"]:
             out.append(f"context {n:,} is past vLLM's derived max_model_len "
-                       f"({limits['vllm_max_model_len']:,}): vLLM refuses it unless "
+                       f"({limits['vllm_derived_max_model_len']:,}): vLLM refuses it unless "
                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+        elif limits["vllm_max_model_len"] is not None and n > limits["vllm_max_model_len"]:
+            out.append(f"context {n:,} is past the {limits['vllm_max_model_len']:,} vLLM serves "
+                       "by default (longrope): pass --max-model-len")
     return out
 
 
@@ -418,7 +423,8 @@ def _largest(fits, lo, hi):
     return lo
 
 
-def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, kv_types, n_seq):
+def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, kv_types, n_seq,
+            in_flight):
     """Per engine and KV type: the bytes left for the cache, the tokens it holds (one sequence)
     and how many sequences of each context fit at once."""
     out = {"gpu_memory": gpu_memory, "weights_bytes": weights_bytes,
@@ -438,7 +444,8 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
 
                 def need(n, k=1, kv_type=kv_type):
                     return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type,
-                                             block_size=VLLM_BLOCK_SIZE).total_bytes
+                                             block_size=VLLM_BLOCK_SIZE,
+                                             max_in_flight_tokens=in_flight).total_bytes
             elif engine == "llama.cpp":
                 usable = gpu_memory - weights_bytes
                 reserve = f"compute buffer at -ub {LLAMACPP_N_UBATCH} with flash attention"
@@ -499,7 +506,8 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
 # --------------------------------------------------------------------------- the report
 
 def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv_types=("f16",),
-           n_seq=1, gpu_memory=None, weights_bytes=None, weights_source=None, source=None):
+           n_seq=1, gpu_memory=None, weights_bytes=None, weights_source=None, source=None,
+           in_flight_tokens=None):
     """The whole report of one model as a dict (see the module docstring).
 
     config       a config.json dict (a multimodal one's text_config is read)
@@ -512,6 +520,9 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                  ``lessonlib.weights.weight_bytes`` from the config), with ``weights_source``
                  saying where they came from
     source       a dict describing the input (path, format), copied into the report
+    in_flight_tokens   vLLM's tokens scheduled but not settled, which its sliding layers keep
+                 blocks for; None: ``vllm serve``'s default for ``gpu_memory``
+                 (``kv_cache.vllm_serve_in_flight_tokens``)
     """
     cfg = _check_config(config)
     contexts = _list("contexts", contexts, lambda i, v: positive_int(f"contexts[{i}]", v))
@@ -519,6 +530,15 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     kv_types = _list("kv_types", kv_types,
                      lambda i, v: check.choice(f"kv_types[{i}]", v, KV_TYPE_CHOICES))
     n_seq = positive_int("n_seq", n_seq)
+    if gpu_memory is not None:
+        gpu_memory = positive_int("gpu_memory", gpu_memory)
+    if in_flight_tokens is None:
+        in_flight = kc.vllm_serve_in_flight_tokens(gpu_memory)
+        in_flight_why = (f"vllm serve's default: 2 batches of {in_flight // 2:,}"
+                         + (" on a GPU under 70 GiB" if in_flight == 4096 else ""))
+    else:
+        in_flight = check.non_negative_int("in_flight_tokens", in_flight_tokens)
+        in_flight_why = "given"
     for t in kv_types:
         if not _engines_for(t, engines):
             raise ValueError(f"kv_types: {t!r} is a cache type of none of the engines asked for "
@@ -527,12 +547,13 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     shape, layers = _shape(cfg), _layers(cfg)
     out = {"source": dict(source or {}), "model_type": kc._text_config(cfg).get("model_type"),
            "shape": shape, "layers": layers, "kv_bytes_per_token": _per_token(cfg, kv_types),
-           "caches": [], "rope": _rope(cfg), "limits": _limits(cfg)}
+           "caches": [], "rope": _rope(cfg), "limits": _limits(cfg),
+           "vllm_in_flight_tokens": in_flight, "vllm_in_flight_why": in_flight_why}
     for n in contexts:
         for t in kv_types:
             for e in _engines_for(t, engines):
                 out["caches"].extend(_cache_rows(cfg, n, engine=e, kv_type=t, n_seq=n_seq,
-                                                 W=layers["window"]))
+                                                 W=layers["window"], in_flight=in_flight))
     out["warnings"] = _warnings(cfg, contexts, out["limits"], layers)
     notes = []
     if any(t in ("q8_0", "q4_0") for t in kv_types) and "llama.cpp" in engines:
@@ -547,12 +568,11 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     out["notes"] = notes
     out["budget"] = None
     if gpu_memory is not None:
-        gpu_memory = positive_int("gpu_memory", gpu_memory)
         if weights_bytes is None:
             raise ValueError("weights_bytes is required with gpu_memory (the weights share the GPU)")
         weights_bytes = check.non_negative_int("weights_bytes", weights_bytes)
         out["budget"] = _budget(cfg, gpu_memory, weights_bytes, weights_source or "given",
-                                contexts, engines, kv_types, n_seq)
+                                contexts, engines, kv_types, n_seq, in_flight)
     return out
 
 
@@ -590,8 +610,9 @@ _RULES = {
                  "256) cells, the window plus one micro-batch of -ub {ub} padded to 256; "
                  "--swa-full gives them all c",
     "vllm": "vLLM: blocks of {bs} per request; global layers cdiv(n, {bs}), sliding layers "
-            "cdiv(min(W - 1, n), {bs}) + 1 (the window's W - 1 earlier tokens plus the block "
-            "being written); --disable-hybrid-kv-cache-manager sizes sliding layers as global",
+            "cdiv(min(W - 1 + F, n), {bs}) + 1 (the window's W - 1 earlier tokens, F = {f:,} "
+            "tokens in flight ({why_f}), plus the block being written); "
+            "--disable-hybrid-kv-cache-manager sizes sliding layers as global",
     "ideal": "exact: n tokens per sequence in global layers, min(n, W) in sliding ones, no "
              "padding",
 }
@@ -666,7 +687,9 @@ def format_report(rep):
                     "ideal": "exact: n tokens per sequence, no padding"}[e]
         else:
             rule = _RULES[e]
-        out += _wrap(rule.format(ub=LLAMACPP_N_UBATCH, bs=VLLM_BLOCK_SIZE), first="  ")
+        out += _wrap(rule.format(ub=LLAMACPP_N_UBATCH, bs=VLLM_BLOCK_SIZE,
+                                 f=rep["vllm_in_flight_tokens"], why_f=rep["vllm_in_flight_why"]),
+                     first="  ")
     out.append("")
     out.append("RoPE")
     for part in rep["rope"]:
@@ -677,8 +700,10 @@ def format_report(rep):
     lim = rep["limits"]
     out.append("")
     show = lambda v: "-" if v is None else f"{v:,}"
+    up_to = "" if lim["vllm_max_model_len"] == lim["vllm_derived_max_model_len"] else \
+        f" (--max-model-len up to {show(lim['vllm_derived_max_model_len'])})"
     out += _wrap(f"HF max_position_embeddings {show(lim['hf_max_position_embeddings'])}; vLLM "
-                 f"max_model_len {show(lim['vllm_max_model_len'])}; llama.cpp n_ctx_train "
+                 f"max_model_len {show(lim['vllm_max_model_len'])}{up_to}; llama.cpp n_ctx_train "
                  f"{show(lim['llamacpp_n_ctx_train'])} (-c 0)", indent=" " * 15,
                  first="Longest context  ")
     b = rep.get("budget")

@@ -42,7 +42,7 @@ __all__ = [
     "kv_bytes_per_token", "kv_bytes_per_token_per_layer", "layer_windows", "swa_pattern",
     "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
-    "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks",
+    "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks", "vllm_serve_in_flight_tokens",
     "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
@@ -391,6 +391,21 @@ def vllm_sliding_blocks(max_model_len, sliding_window, block_size=16, *,
     extra = non_negative_int("extra_retained_tokens", extra_retained_tokens)
     in_flight = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
     return _cdiv(min(W - 1 + extra + in_flight, max_model_len), block_size) + 1
+
+
+def vllm_serve_in_flight_tokens(gpu_memory_bytes=None):
+    """The tokens ``vllm serve`` (vLLM 0.32) may have scheduled but not yet settled by default,
+    ``VllmConfig.max_in_flight_tokens``: 2 concurrent batches (async scheduling, on by default)
+    x ``max_num_batched_tokens``, whose default depends on the GPU's memory
+    (``EngineArgs.get_batch_defaults``, the OpenAI server's column): 16,384 from 160 GiB, 8,192
+    from 70 GiB (but not on an A100), else 2,048. Sliding-window layers keep blocks for them.
+    ``gpu_memory_bytes`` None: a GPU under 70 GiB (4,096 tokens)."""
+    if gpu_memory_bytes is None:
+        batched = 2048
+    else:
+        gpu = positive_int("gpu_memory_bytes", gpu_memory_bytes)
+        batched = 16384 if gpu >= 160 * GIB else 8192 if gpu >= 70 * GIB else 2048
+    return 2 * batched
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ __all__ = [
     "neox_to_gptj_order", "cos_sin_table", "rope_cos_sin", "wavelengths", "turns_within",
     "largest_trained_angle", "angle_at", "pairs_never_turning", "ntk_base",
     "yarn_correction_dim", "yarn_correction_range", "yarn_ramp", "yarn_mscale",
-    "llama3_regimes", "derived_max_model_len", "float32_angle_table", "outside_trained_arc",
+    "llama3_regimes", "derived_max_model_len", "vllm_max_model_len", "float32_angle_table", "outside_trained_arc",
     "trained_arc_overshoot", "Float32AngleError", "float32_angle_error", "llama_cpp_rope_flags",
 ]
 
@@ -1067,40 +1067,78 @@ def _rope_entries(config):
     return [(where, rope)]
 
 
+# The rope types whose max_position_embeddings already holds the extended length: vLLM does not
+# multiply it by their factor (vllm/config/model.py, _get_and_verify_max_len, vLLM 0.32).
+_VLLM_ALREADY_SCALED = ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
+                        "deepseek_llama_scaling")
+
+
 def derived_max_model_len(config):
-    """The longest context vLLM derives from a config (``_get_and_verify_max_len``): the smallest
-    of the length keys (``model_max_length`` instead when given: vLLM's Command-R rule), times
-    the rope factor, except that YaRN first resets the length to
-    ``original_max_position_embeddings``, llama3 / longrope (/ su) do not multiply (their
-    max_position_embeddings is already the extended length), and Gemma 3 is skipped (likewise).
+    """The longest context vLLM 0.32 accepts for a config without
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (``_get_and_verify_max_len``'s derived length): the
+    smallest of the length keys (``model_max_length`` instead when given: vLLM's Command-R
+    rule), times the rope factor for linear and dynamic scaling only. YaRN, llama3 and longrope
+    (and su, deepseek_yarn) are not multiplied: vLLM reads their ``max_position_embeddings`` as
+    the extended length already (vLLM before about 0.30 reset YaRN's length to
+    ``original_max_position_embeddings`` and multiplied: Qwen2.5-7B-Instruct's YaRN block gave
+    131,072 then, 32,768 now). Gemma 3 is never multiplied either.
     The rope dicts are checked as ``rope_frequencies`` checks them: an unknown rope_type or key,
     or a factor that is not a number >= 1, is an error naming the key.
     """
+    derived, _ = _vllm_derived(config)
+    return derived
+
+
+def _vllm_derived(config):
+    """(derived length, [(where, rope dict, rope_type)]) for ``derived_max_model_len``."""
     _require_dict(config)
     lengths = {k: _length(k, config[k]) for k in _MAX_LEN_KEYS if config.get(k) is not None}
     if not lengths:
         raise ValueError(f"config has none of the length keys {', '.join(_MAX_LEN_KEYS)}")
     derived = lengths.get("model_max_length") or min(lengths.values())
     entries = [(where, dict(rp), _rope_type(dict(rp), where)) for where, rp in _rope_entries(config)]
-    if "gemma3" in str(config.get("model_type", "")):
-        return int(derived)
-    if not entries:
-        return int(derived)
+    if "gemma3" in str(config.get("model_type", "")) or not entries:
+        return int(derived), entries
     s = 1.0
     for where, rp, rope_type in entries:
-        if rope_type in ("longrope", "llama3"):
+        if rope_type == "longrope":  # no single factor: per-pair short and long factors
             continue
         if rope_type != "default" and rp.get("factor") is None and "factor" not in rp:
             raise ValueError(f"{where}.factor is required for rope_type {rope_type!r} but is missing")
         factor = rp.get("factor", s)
-        s = 1.0 if factor is None else _real(f"{where}.factor", factor, minimum=1.0)  # vLLM: null -> 1.0
-        if rope_type == "yarn":
-            derived = _Params(rp, where, config).original_max_position_embeddings()
+        factor = 1.0 if factor is None else _real(f"{where}.factor", factor, minimum=1.0)  # vLLM: null -> 1.0
+        if rope_type in _VLLM_ALREADY_SCALED:
+            _Params(rp, where, config).original_max_position_embeddings()  # L0 must be readable
+        else:
+            s = factor
     out = derived * s
     if not math.isfinite(out):
         raise ValueError(f"the derived length {derived} times the rope factor {s:g} overflows "
                          "float64: check factor")
-    return int(out)
+    return int(out), entries
+
+
+def vllm_max_model_len(config, requested=None, *, allow_long=False):
+    """The ``max_model_len`` vLLM 0.32 serves ``config`` with when asked for ``requested`` tokens
+    (``--max-model-len``; None: its default). The default is ``derived_max_model_len``, except
+    for longrope, where vLLM serves ``original_max_position_embeddings`` (Phi-3.5-mini: 4,096 of
+    131,072) unless asked for more, to keep the short-context factors' quality. A request past
+    the derived length is vLLM's error (a ValueError here too) unless ``allow_long``
+    (``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, at the user's risk)."""
+    derived, entries = _vllm_derived(config)
+    if requested is None:
+        if any(rope_type == "longrope" for _, _, rope_type in entries):
+            return _length("original_max_position_embeddings",
+                           config.get("original_max_position_embeddings", derived))
+        return derived
+    requested = check.positive_int("requested", requested)
+    model_max_length = config.get("model_max_length")
+    if requested > derived and not allow_long and (model_max_length is None
+                                                   or requested > model_max_length):
+        raise ValueError(f"requested max_model_len {requested:,} is greater than the {derived:,} "
+                         "vLLM derives from config.json; vLLM refuses it unless "
+                         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    return requested
 
 
 # llama.cpp's RoPE command-line flags (common/arg.cpp) and the config key each stands in for. A flag

@@ -123,7 +123,8 @@ _OUTSIDE = re.compile(r"\.\./shared|/work/s[h]ared|shared/API\.md")
 
 def _repository_text_files():
     for folder, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")]
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")
+                   and not d.startswith(".venv")]  # every environment: -engine, -vllm, -grading
         for name in files:
             path = Path(folder) / name
             try:

@@ -28,8 +28,9 @@ def test_every_cache_row_is_kv_cache_bytes(name):
     seen = set()
     for row in rep["caches"]:
         n_ctx = row["context"] * row["n_seq"] if row["engine"] == "llama.cpp" else row["context"]
+        extra = {"max_in_flight_tokens": 4096} if row["engine"] == "vllm" else {}
         size = kc.kv_cache_bytes(cfg, n_ctx, engine=row["engine"], n_seq=2, kv_type=row["kv_type"],
-                                 swa_full=row["swa_full"])
+                                 swa_full=row["swa_full"], **extra)
         assert row["bytes"] == size.total_bytes
         seen.add((row["engine"], row["kv_type"]))
     # q8_0 is llama.cpp's only, fp8 vLLM's only; f16 in all three
@@ -47,7 +48,9 @@ def test_exact_counts_by_hand():
     assert by["llama.cpp"]["sliding_cells"] == _pad(128 + 512, 256) == 768
     assert by["llama.cpp"]["bytes"] == 12 * 32768 * cell + 12 * 768 * cell
     assert by["llama.cpp --swa-full"]["bytes"] == 24 * 32768 * cell
-    assert by["vLLM"]["sliding_cells"] == (math.ceil(127 / 16) + 1) * 16 == 144
+    # vllm serve without --gpu-memory: 2 batches of 2,048 in flight beside the window's 127
+    assert by["vLLM"]["sliding_cells"] == (math.ceil((127 + 4096) / 16) + 1) * 16 == 4240
+    assert rep["vllm_in_flight_tokens"] == 4096
     assert rep["layers"]["sliding"] == list(range(0, 24, 2)) and rep["layers"]["sinks"] is True
     assert rep["layers"]["pattern"] == "1 of every 2 layers"
     assert rep["kv_bytes_per_token"]["f16"] == {"per_layer": cell, "all_layers": 24 * cell}
@@ -59,7 +62,9 @@ def test_llama_cpp_runs_mistral_without_its_window_and_pads_the_context():
     assert (32768, "llama.cpp --swa-full") not in by  # no sliding layers to give them to
     assert by[(32768, "llama.cpp")]["sliding_cells"] is None
     assert by[(32768, "llama.cpp")]["global_cells"] == 32768
-    assert by[(32768, "vLLM")]["sliding_cells"] == (math.ceil(4095 / 16) + 1) * 16
+    assert by[(32768, "vLLM")]["sliding_cells"] == (math.ceil((4095 + 4096) / 16) + 1) * 16
+    none_in_flight = im.report(load_config("Mistral-7B"), [32768], in_flight_tokens=0)
+    assert {r["label"]: r for r in none_in_flight["caches"]}["vLLM"]["sliding_cells"] == 257 * 16
     assert by[(1000, "llama.cpp")]["global_cells"] == 1024  # -c 1000 becomes 1,024 cells
     assert any("llama.cpp runs every layer of a mistral model global" in n for n in rep["notes"])
 
@@ -90,8 +95,9 @@ def test_shape_and_rope_words():
 def test_limits_and_warnings():
     qwen = load_config("Qwen2.5-7B-Instruct")
     rep = im.report(qwen, [262144])
-    assert rep["limits"] == {"hf_max_position_embeddings": 32768, "vllm_max_model_len": 131072,
-                             "llamacpp_n_ctx_train": 32768}
+    # vLLM 0.32 does not multiply YaRN's length: 32,768 (the rule before about 0.30 said 131,072)
+    assert rep["limits"] == {"hf_max_position_embeddings": 32768, "vllm_max_model_len": 32768,
+                             "vllm_derived_max_model_len": 32768, "llamacpp_n_ctx_train": 32768}
     text = " ".join(rep["warnings"])
     assert "switched off by use_sliding_window: false" in text
     assert "context 262,144 is past every limit" in text
@@ -104,11 +110,17 @@ def test_limits_and_warnings():
                             if k != "original_max_position_embeddings"}
     assert any("no original_max_position_embeddings" in w for w in im.report(yarn, [4096])["warnings"])
     assert im.report(load_config("Llama-3.1-8B"), [4096])["warnings"] == []
+    phi = im.report(load_config("Phi-3.5-mini-instruct"), [8192])
+    assert (phi["limits"]["vllm_max_model_len"], phi["limits"]["vllm_derived_max_model_len"]) == (
+        4096, 131072)
+    assert any("pass --max-model-len" in w for w in phi["warnings"])
+    assert "(--max-model-len up to 131,072)" in " ".join(im.format_report(phi).split())
 
 
-def _need(cfg, engine, n, k, kv_type="f16"):
+def _need(cfg, engine, n, k, kv_type="f16", in_flight=4096):
     if engine == "vllm":
-        return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type).total_bytes
+        return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type,
+                                 max_in_flight_tokens=in_flight).total_bytes
     if engine == "ideal":
         return kc.kv_cache_bytes(cfg, n, engine="ideal", n_seq=k, kv_type=kv_type).total_bytes
     if cfg.get("num_local_experts"):  # experts: the two largest temporaries
@@ -125,7 +137,7 @@ def test_budget_is_the_largest_that_fits(name):
                     weights_source="test")
     for row in rep["budget"]["engines"]:
         e = row["engine"]
-        usable = (int(gpu * 0.9) if e == "vllm" else gpu) - weights
+        usable = (int(gpu * 0.92) if e == "vllm" else gpu) - weights  # vLLM 0.32's default
         assert row["usable_bytes"] == usable
         t = row["max_tokens"]
         assert _need(cfg, e, t, 1) <= usable < _need(cfg, e, t + 1, 1)
@@ -152,13 +164,15 @@ def test_the_llama_cpp_budget_counts_the_f16_mask_that_grows_with_the_context():
 
 
 def test_budget_when_every_layer_slides():
-    """Mistral-7B in vLLM: every layer keeps 257 blocks at most, so any length fits."""
+    """Mistral-7B in vLLM: every layer keeps 513 blocks at most (257 for the window, 256 for
+    the 4,096 tokens in flight), so any length fits."""
     rep = im.report(load_config("Mistral-7B"), [32768, 1 << 20], engines=["vllm", "llama.cpp"],
                     gpu_memory=24 * GIB, weights_bytes=15 * GIB, weights_source="test")
     by = {r["engine"]: r for r in rep["budget"]["engines"]}
     assert by["vllm"]["max_tokens"] is None and by["llama.cpp"]["max_tokens"] > 0  # no SWA there
     usable = by["vllm"]["usable_bytes"]
-    one = kc.kv_cache_bytes(load_config("Mistral-7B"), 1 << 20, engine="vllm").total_bytes
+    one = kc.kv_cache_bytes(load_config("Mistral-7B"), 1 << 20, engine="vllm",
+                            max_in_flight_tokens=4096).total_bytes
     assert by["vllm"]["sequences"][str(1 << 20)] == usable // one
     assert "any length" in im.format_report(rep)
 
@@ -178,7 +192,8 @@ def test_format_report_shows_every_row_and_rule():
     flat = " ".join(text.split())
     for row in rep["caches"]:
         assert row["label"] in text
-    assert "pad(min(c, W x seqs + ub), 256)" in flat and "cdiv(min(W - 1, n), 16) + 1" in flat
+    assert "pad(min(c, W x seqs + ub), 256)" in flat and "cdiv(min(W - 1 + F, n), 16) + 1" in flat
+    assert "F = 4,096 tokens in flight" in flat
     assert "window 1,024 on 52 of 62 layers (5 of every 6 layers)" in flat
     assert "global: 5, 11, 17" in flat
     assert max(len(line) for line in text.splitlines()[:25]) < 200

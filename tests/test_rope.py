@@ -394,8 +394,9 @@ def test_llama3_regimes_match_naive_bands():
 
 
 def vllm_rule(config):
-    """vLLM's _get_and_verify_max_len, transcribed from vllm/config/model.py and vLLM's v5 form
-    (rope_parameters possibly nested per layer type); no Gemma 3 exception here."""
+    """vLLM 0.32's _get_and_verify_max_len, transcribed from vllm/config/model.py (rope_parameters
+    possibly nested per layer type, as transformers 5 writes them); no Gemma 3 exception here.
+    tests/test_vllm.py asks the engine itself."""
     keys = ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
             "max_sequence_length", "max_seq_length", "seq_len"]
     derived = min(config[k] for k in keys if config.get(k) is not None)
@@ -406,10 +407,9 @@ def vllm_rule(config):
         scaling_factor = 1.0
         for rp in rope_parameters.values():
             rope_type = rp.get("rope_type", rp.get("type", "default"))  # vLLM patches type -> rope_type
-            if rope_type not in ("su", "longrope", "llama3"):
+            if rope_type not in ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
+                                 "deepseek_llama_scaling"):
                 scaling_factor = rp.get("factor", scaling_factor)
-                if rope_type == "yarn":
-                    derived = rp["original_max_position_embeddings"]
         if scaling_factor is None:
             scaling_factor = 1.0
         derived *= scaling_factor
@@ -417,7 +417,7 @@ def vllm_rule(config):
 
 
 def test_derived_max_model_len_follows_vllm():
-    expected = {"Llama-3.1-8B": 131072, "Llama-3.2-1B": 131072, "Qwen2.5-7B-Instruct": 131072,
+    expected = {"Llama-3.1-8B": 131072, "Llama-3.2-1B": 131072, "Qwen2.5-7B-Instruct": 32768,
                 "DeepSeek-V3": 163840, "gpt-oss-20b": 131072, "Phi-3.5-mini-instruct": 131072,
                 "Gemma-3-27B": 131072, "Mistral-7B": 32768}
     for name, n in expected.items():
@@ -430,12 +430,32 @@ def test_derived_max_model_len_follows_vllm():
         assert R.derived_max_model_len(config) == vllm_rule(config)
         assert R.derived_max_model_len(as_v5(config)) == vllm_rule(config)
     nested = {"max_position_embeddings": 4096, "head_dim": 64, "rope_parameters": {
-        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4},
         "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2048}}}
     assert R.derived_max_model_len(nested) == vllm_rule(nested) == 8192
-    qwen = load_config("Qwen2.5-7B-Instruct")  # yarn resets to L0 = 32768 before multiplying
+    qwen = load_config("Qwen2.5-7B-Instruct")  # YaRN: max_position_embeddings is the length served
     qwen["max_position_embeddings"] = 131072
-    assert R.derived_max_model_len(qwen) == 32768 * 4
+    assert R.derived_max_model_len(qwen) == 131072
+
+
+def test_vllm_max_model_len_default_request_and_refusal():
+    """vLLM 0.32 serves longrope at L0 unless asked (Phi-3.5-mini: 4,096 of 131,072); a request
+    past the derived length is refused (the old YaRN rule said Qwen2.5's 131,072 was fine)."""
+    phi, qwen = load_config("Phi-3.5-mini-instruct"), load_config("Qwen2.5-7B-Instruct")
+    assert R.vllm_max_model_len(phi) == 4096 and R.derived_max_model_len(phi) == 131072
+    assert R.vllm_max_model_len(phi, 131072) == 131072
+    assert R.vllm_max_model_len(qwen) == 32768 and R.vllm_max_model_len(qwen, 32768) == 32768
+    raises_naming(lambda: R.vllm_max_model_len(qwen, 131072), "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    assert R.vllm_max_model_len(qwen, 131072, allow_long=True) == 131072
+    assert R.vllm_max_model_len({"max_position_embeddings": 4096, "model_max_length": 8192},
+                                6000) == 6000
+    linear = {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 4}}
+    assert R.vllm_max_model_len(linear) == 16384
+    raises_naming(lambda: R.vllm_max_model_len(linear, 0), "requested")
+    raises_naming(lambda: R.vllm_max_model_len(linear, 2.5), "requested")
+    for name in ("Llama-3.1-8B", "Mistral-7B", "DeepSeek-V3", "gpt-oss-20b"):
+        c = load_config(name)
+        assert R.vllm_max_model_len(c) == R.derived_max_model_len(c)
 
 
 # ---------------------------------------------------------------------------------------------

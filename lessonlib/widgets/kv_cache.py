@@ -9,8 +9,9 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
+from ..inspect_model import VLLM_GPU_MEMORY_UTILIZATION
 from ..kv_cache import (GIB, KV_TYPES, gqa_head_map, kv_bytes_per_token, kv_cache_bytes,
-                        model_shape)
+                        model_shape, vllm_serve_in_flight_tokens)
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
@@ -172,7 +173,7 @@ GPU_GIB = (8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192)  # common cards' memory,
 BUDGET_KV_TYPES = ("f16", "q8_0", "fp8")
 _ENGINE_LABELS = {"llama.cpp": "llama.cpp", "vllm": "vLLM (blocks of 16)", "ideal": "exact tokens"}
 _ROOM = "GPU memory - weights"
-_ROOM_VLLM = "vLLM: 0.9 x GPU - weights"
+_ROOM_VLLM = f"vLLM: {VLLM_GPU_MEMORY_UTILIZATION} x GPU - weights"
 
 
 def _uploaded(value):
@@ -190,7 +191,9 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
 
     The figure: the KV cache of one sequence against context n by llama.cpp's, vLLM's and the
     exact rule (``kv_cache_bytes``, log-log), and the room the weights leave on the GPU
-    (``weights.weight_bytes``; vLLM's 0.9 share too). The readout is ``inspect_model``'s: each
+    (``weights.weight_bytes``; vLLM's share too, ``VLLM_GPU_MEMORY_UTILIZATION``, 0.92; its
+    sliding layers keep blocks for vllm serve's tokens in flight). The readout is
+    ``inspect_model``'s: each
     engine's cache at n, the longest sequence and how many of n tokens fit, the limits the
     file derives and its warnings. A config that cannot be read names what is wrong there.
     """
@@ -230,7 +233,7 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
     labels = list(_ENGINE_LABELS.values())
     artists = {"sizes": plots.draw_budget(
         ax, lengths, {label: empty for label in labels}, marker_n=n,
-        room={_ROOM: 1.0, _ROOM_VLLM: 0.9},
+        room={_ROOM: 1.0, _ROOM_VLLM: VLLM_GPU_MEMORY_UTILIZATION},
         title="one sequence's KV cache against n, and the room the weights leave")}
     ax.set_ylim(1e-3, 1e3)
     plots.medium_titles(ax)
@@ -252,31 +255,34 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
         if limits.key == key:
             return
         limits.key = key
-        every = [y for t in BUDGET_KV_TYPES for y in curves_for(key, cfg, t).values()]
-        rooms = [(g * GIB * f - weights_bytes) / GIB for g in GPU_GIB for f in (1.0, 0.9)]
+        every = [y for t in BUDGET_KV_TYPES for y in curves_for(key, cfg, t, 4096).values()]
+        rooms = [(g * GIB * f - weights_bytes) / GIB for g in GPU_GIB
+                 for f in (1.0, VLLM_GPU_MEMORY_UTILIZATION)]
         plots.fit_log_ylim(ax, every, extra=[r for r in rooms if r > 0], margin=(2.0, 2.0))
 
     limits.key = None
 
-    def curves_for(key, cfg, kv_type):
-        if (key, kv_type) not in cache:
+    def curves_for(key, cfg, kv_type, in_flight):
+        """Each engine's curve; vLLM's sliding layers keep blocks for ``in_flight`` tokens."""
+        if (key, kv_type, in_flight) not in cache:
             out = {}
             for engine, label in _ENGINE_LABELS.items():
                 if engine in KV_TYPES[kv_type].engines:
-                    out[label] = [kv_cache_bytes(cfg, x, engine=engine, kv_type=kv_type)
+                    extra = {"max_in_flight_tokens": in_flight} if engine == "vllm" else {}
+                    out[label] = [kv_cache_bytes(cfg, x, engine=engine, kv_type=kv_type, **extra)
                                   .total_bytes / GIB for x in lengths]
                 else:
                     out[label] = empty
-            cache[(key, kv_type)] = out
-        return cache[(key, kv_type)]
+            cache[(key, kv_type, in_flight)] = out
+        return cache[(key, kv_type, in_flight)]
 
     def redraw(model, pasted, upload, n, gpu_gib, kv_type):
         try:
             name, cfg = read(model, pasted, upload)
             key = name if model != YOUR_CONFIG else (name, pasted, id(upload))
-            sizes = curves_for(key, cfg, kv_type)
-            weights = _weights(cfg)
             gpu = gpu_gib * GIB
+            sizes = curves_for(key, cfg, kv_type, vllm_serve_in_flight_tokens(gpu))
+            weights = _weights(cfg)
             rep = im.report(cfg, [n], kv_types=[kv_type], gpu_memory=gpu,
                             weights_bytes=weights[0] if weights[0] is not None else 0,
                             weights_source=weights[1], source={"name": name})
@@ -286,8 +292,8 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
             return f"cannot read it: {err}", {"error": str(err)}
         room = gpu - (weights[0] or 0)
         levels = {_ROOM: room / GIB if room > 0 else float("nan"),
-                  _ROOM_VLLM: (0.9 * gpu - (weights[0] or 0)) / GIB
-                  if 0.9 * gpu > (weights[0] or 0) else float("nan")}
+                  _ROOM_VLLM: (VLLM_GPU_MEMORY_UTILIZATION * gpu - (weights[0] or 0)) / GIB
+                  if VLLM_GPU_MEMORY_UTILIZATION * gpu > (weights[0] or 0) else float("nan")}
         limits(key, cfg, weights[0] or 0)
         plots.update_budget(ax, artists["sizes"], sizes, marker_n=n, room=levels)
         return _budget_readout(name, rep, n, weights), {"report": rep, "sizes_gib": sizes,

