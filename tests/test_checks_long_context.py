@@ -46,7 +46,7 @@ def test_the_notebook_states_the_shape_the_checks_use():
 
 
 def test_the_answers_are_not_the_worked_examples():
-    """The notebook works Llama 3 8B (crossover 61,264, 94.2x); the exercises' 1B shape gives
+    """The notebook works Llama 3.1 8B (crossover 61,264, 94.2x); the exercises' 1B shape gives
     other answers, which the notebook never prints (tests/test_notebooks.py looks)."""
     assert SOLUTIONS["crossover_tokens"] == pytest.approx(P / (Q * L))
     assert round(SOLUTIONS["crossover_tokens"]) == 37714
@@ -60,7 +60,7 @@ def test_the_answers_are_not_the_worked_examples():
     (P / Q, "every one of the 16 layers"),
     (P / (512 * L), "every query head"),      # KV dim 8 x 64 instead of q_dim
     (math.sqrt(P / (Q * L)), "not a square root"),
-    (8.03e9 / (4096 * 32), "worked Llama 3 8B"),  # the notebook's worked shape, 61,264
+    (8.03e9 / (4096 * 32), "worked Llama 3.1 8B"),  # the notebook's worked shape, 61,264
     (1e5, "solve for n"),
 ])
 def test_crossover_hints(answer, hint):
@@ -78,24 +78,27 @@ def total(n, causal=True):
     (total(131072, False) / total(4096, False), "causal mask"),
     (total(4096) / total(131072), "Upside down"),
     (2 * 131072 ** 2 * Q * L / total(4096), "use its total"),
-    (94.17, "worked Llama 3 8B"),  # the notebook's worked shape
+    (94.17, "worked Llama 3.1 8B"),  # the notebook's worked shape
 ])
 def test_prompt_cost_ratio_hints(answer, hint):
     verdict = checks.prompt_cost_ratio(answer)
     assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
-def _found(count_needle=True, first_inclusive=False, first=64, recent=3000, from_end=False):
+def _found(count_needle=True, first_inclusive=False, first=64, recent=3000, from_end=False,
+           recent_strict=False):
     def found(length, depth):
         at = math.floor(length * (100 - depth if from_end else depth) / 100)
         to_end = length - at + (1 if count_needle else 0)
-        return to_end <= recent or (at <= first if first_inclusive else at < first)
+        near_end = to_end < recent if recent_strict else to_end <= recent
+        return near_end or (at <= first if first_inclusive else at < first)
     return found
 
 
 @pytest.mark.parametrize("answer, hint", [
     (_found(count_needle=False), "The needle is a word too"),          # the off-by-one
     (_found(first_inclusive=True), "indexes 0..63"),
+    (_found(recent_strict=True), "<= 3000"),  # once accepted: wrong at exactly 3,000 words
     (_found(first=0), "first 64 words"),
     (_found(recent=0), "last 3,000 words"),
     (_found(from_end=True), "Depth counts from the start"),
@@ -107,6 +110,17 @@ def _found(count_needle=True, first_inclusive=False, first=64, recent=3000, from
 def test_needle_found_hints(answer, hint):
     verdict = checks.needle_found(answer)
     assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_needle_found_tries_a_needle_exactly_3000_words_from_the_end():
+    """5,998 words at depth 50: the needle is word 2,999 of 5,999, so 3,000 words run from it
+    to the end, and EdgeHeavyModel finds it. (length + 1 - i) < 3000 says it does not."""
+    from lessonlib.needles import EdgeHeavyModel, run_needle_grid
+    grid = run_needle_grid(EdgeHeavyModel(), [5998], [50], progress=False)
+    assert grid.found[0, 0] and RIGHT(5998, 50)
+    strict = lambda n, d: (n + 1 - math.floor(n * d / 100)) < 3000 or math.floor(n * d / 100) < 64  # noqa: E731
+    assert not strict(5998, 50)
+    assert checks.needle_found(strict).ok is False
 
 
 # ------------------------------------------------------------------ answers in every form

@@ -22,3 +22,23 @@ def test_needle_heatmap_shows_the_grid_with_labels_and_colorbar():
         fig.canvas.draw()  # renders without error
     finally:
         plt.close(fig)
+
+
+def test_needle_heatmap_counts_what_the_grid_counts():
+    """Notebook 09's stand-in model counts words (no tokenizer); the axis once said tokens."""
+    from lessonlib.widgets.long_context import needle_heatmap
+    grid = run_needle_grid(EdgeHeavyModel(), [1000, 4000], [0, 50], progress=False)
+    fig, ax = plt.subplots()
+    try:
+        draw_needle_heatmap(ax, grid)
+        assert ax.get_ylabel() == "context length (words)"
+        ax.clear()
+        draw_needle_heatmap(ax, grid, unit="tokens")
+        assert ax.get_ylabel() == "context length (tokens)"
+    finally:
+        plt.close(fig)
+    w = needle_heatmap(grid)
+    try:
+        assert w.axes[0].get_ylabel() == "context length (words)"
+    finally:
+        plt.close(w.axes[0].figure)

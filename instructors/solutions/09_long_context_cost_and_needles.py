@@ -8,7 +8,7 @@ import math
 
 # Exercise 1: the Llama 3.2 1B shape, P = 1,235,814,400 (its embedding shared with the output
 # layer), L = 16, q_dim = 32 x 64 = 2048. Weights 2 P n; causal attention 2 n^2 q_dim L. Equal
-# when n = P / (q_dim L): sooner than the notebook's Llama 3 8B, whose P / L is larger.
+# when n = P / (q_dim L): sooner than the notebook's Llama 3.1 8B, whose P / L is larger.
 crossover_tokens = 1_235_814_400 / (2048 * 16)  # 37,714 tokens
 
 

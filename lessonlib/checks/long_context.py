@@ -13,13 +13,13 @@ from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, model_shape
 from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
 from ..traffic import LLAMA3_8B_PARAMS, crossover_length, long_context_cost
-from . import _scalar, _short, call, check_number, correct, wrong
+from . import SIGNIFICANT_DIGITS, _scalar, _short, call, check_number, correct, wrong
 from ._preamble import preamble
 
 __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS",
            "LLAMA32_1B_PARAMS"]
 
-# The cost exercises use Llama 3.2 1B's shape, not the notebook's worked Llama 3 8B: the
+# The cost exercises use Llama 3.2 1B's shape, not the notebook's worked Llama 3.1 8B: the
 # notebook prints the 8B's crossover and cost ratio, so those would be answers given away.
 # 1,235,814,400 parameters: its config.json's shape with the embedding shared by the output
 # layer (tie_word_embeddings), as tests/test_checks_long_context.py counts them.
@@ -31,8 +31,9 @@ QUESTIONS = {
     "crossover_tokens": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS),
     "prompt_cost_ratio": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS, short=4096,
                               long=131072),
-    # (length, depth) cells where the fake model's two rules are tested, edges included
-    "needle_found": dict(lengths=(1000, 2000, 3000, 4000, 8000, 16000),
+    # (length, depth) cells where the fake model's two rules are tested, edges included: at
+    # 5,998 words and depth 50 the needle (word 2,999) is exactly 3,000 words from the end.
+    "needle_found": dict(lengths=(1000, 2000, 3000, 4000, 5998, 8000, 16000),
                          depths=(0, 0.3, 0.4, 25, 50, 75, 81.25, 100)),
 }
 
@@ -54,7 +55,7 @@ def crossover_tokens(answer):
     _, L8, q8, _ = _shape(WORKED["config"])
     mistakes = [
         (crossover_length(WORKED["params"], layers=L8, q_dim=q8),
-         "That is the notebook's worked Llama 3 8B. This exercise is the Llama 3.2 1B shape: "
+         "That is the notebook's worked Llama 3.1 8B. This exercise is the Llama 3.2 1B shape: "
          "its own P, L and q_dim."),
         (crossover_length(P, layers=L, q_dim=q_dim, causal=False),
          "That ignores the causal mask: each query sees only the keys before it, which halves "
@@ -68,8 +69,9 @@ def crossover_tokens(answer):
                               "giving n = P / (q_dim L), not a square root."),
     ]
     return check_number("crossover_tokens", answer, expected, mistakes, unit="tokens",
-                        rtol=2e-3, generic="Set the weights' 2 P n equal to causal attention's "
-                                           "2 n^2 q_dim L and solve for n.")
+                        digits=SIGNIFICANT_DIGITS,
+                        generic="Set the weights' 2 P n equal to causal attention's 2 n^2 q_dim "
+                                "L and solve for n.")
 
 
 @preamble
@@ -88,7 +90,7 @@ def prompt_cost_ratio(answer):
     short8, long8 = long_context_cost([q["short"], q["long"]], params=WORKED["params"], layers=L8,
                                       q_dim=q8, kv_bytes_per_token=kv_bytes_per_token(cfg8))
     mistakes = [
-        (long8.total_flops / short8.total_flops, "That is the notebook's worked Llama 3 8B. "
+        (long8.total_flops / short8.total_flops, "That is the notebook's worked Llama 3.1 8B. "
                                                  "This exercise is the Llama 3.2 1B shape: its "
                                                  "own P, L and q_dim."),
         (k, f"{k:g}x is the weights alone (linear in n). Attention grows with n^2 and is most "
@@ -101,7 +103,8 @@ def prompt_cost_ratio(answer):
         (long.attention_flops / short.total_flops, "The long prompt also pays for its weights: "
                                                    "use its total, not attention alone."),
     ]
-    return check_number("prompt_cost_ratio", answer, expected, mistakes, unit="", rtol=2e-3,
+    return check_number("prompt_cost_ratio", answer, expected, mistakes, unit="",
+                        digits=SIGNIFICANT_DIGITS,
                         generic="total(n) = 2 P n + 2 n^2 q_dim L; divide total(131,072) by "
                                 "total(4,096).")
 
@@ -118,11 +121,13 @@ def _truth():
     return {(n, d): bool(f) for (n, d), f in zip(_cells(), grid.found.ravel())}
 
 
-def _variant(first=64, recent=3000, *, count_needle=True, from_end=False, first_inclusive=False):
+def _variant(first=64, recent=3000, *, count_needle=True, from_end=False, first_inclusive=False,
+             recent_strict=False):
     def found(length, depth):
         at = needle_index(length, 100 - depth if from_end else depth)
         to_end = length - at + (1 if count_needle else 0)  # words from the needle to the end
-        return to_end <= recent or (at <= first if first_inclusive else at < first)
+        near_end = to_end < recent if recent_strict else to_end <= recent
+        return near_end or (at <= first if first_inclusive else at < first)
     return found
 
 
@@ -131,6 +136,9 @@ _HINTS = [
                                    "are length - index + 1 words. At 4,000 words and 25% that "
                                    "is 3,001, one outside the 3,000-word reach."),
     (_variant(first_inclusive=True), "The first 64 words are indexes 0..63: use index < 64."),
+    (_variant(recent_strict=True), "Within the last 3,000 words includes exactly 3,000: at "
+                                   "5,998 words and depth 50% the needle is word 2,999, and "
+                                   "from it to the end there are 3,000 words. Use <= 3000."),
     (_variant(first=0), "The model also finds a needle among the first 64 words, however long "
                         "the context."),
     (_variant(recent=0), "The model also finds a needle within the last 3,000 words."),

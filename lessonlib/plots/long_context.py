@@ -10,8 +10,10 @@ __all__ = ["draw_needle_heatmap"]
 
 
 def draw_needle_heatmap(ax, result, *, title="Needle in a haystack: found (1) or missed (0)",
-                        fontsize=9):
+                        fontsize=9, unit="words"):
     """A ``needles.NeedleGrid`` as a heatmap: context length down, needle depth across.
+    ``unit``: what the lengths count, "words" (``run_needle_grid`` without a tokenizer, as for
+    notebook 09's stand-in model) or "tokens" (with one).
 
     Cells are coloured by the score (1 = found) and labelled ok / miss in black or white,
     whichever contrasts more with the cell (WCAG AA, at least 4.5:1); a colorbar sits
@@ -23,7 +25,7 @@ def draw_needle_heatmap(ax, result, *, title="Needle in a haystack: found (1) or
     ax.set_xticks(np.arange(len(result.depths)), [f"{d:g}%" for d in result.depths])
     ax.set_yticks(np.arange(len(result.lengths)), [f"{n:,}" for n in result.lengths])
     ax.set_xlabel("needle depth (0% = start of the context, 100% = end)")
-    ax.set_ylabel("context length (tokens)")
+    ax.set_ylabel(f"context length ({unit})")
     ax.set_title(title)
     for (i, j), f in np.ndenumerate(found):
         ax.text(j, i, "ok" if f else "miss", ha="center", va="center", fontsize=fontsize,

@@ -150,14 +150,18 @@ def _readout(config, n, dtype_bytes, st, weights_gib):
     return "\n".join(lines)
 
 
-def needle_heatmap(grid, *, title="Needle in a haystack: found (1) or missed (0)"):
+def needle_heatmap(grid, *, title="Needle in a haystack: found (1) or missed (0)",
+                   unit="words"):
     """A finished ``NeedleGrid`` as a heatmap (length down, depth across); the readout is the
-    grid's table. No sliders: re-run the grid to change it."""
+    grid's table. No sliders: re-run the grid to change it. ``unit``: what the lengths count,
+    "words" without a tokenizer (the default), "tokens" with one."""
     if not (hasattr(grid, "found") and hasattr(grid, "table")):
         raise ValueError(f"grid must be a NeedleGrid (from needles.run_needle_grid), got "
                          f"{check.describe(grid)}")
     title = check.text("title", title)
     fig, ax = new_figure(figsize=(8, 4.2))
-    image, colorbar = draw_needle_heatmap(ax, grid, title=title)
+    if unit not in ("words", "tokens"):
+        raise ValueError(f"unit must be 'words' or 'tokens', got {unit!r}")
+    image, colorbar = draw_needle_heatmap(ax, grid, title=title, unit=unit)
     return Explorer({}, fig, lambda: (grid.table(), {"found": grid.found}), axes=(ax,),
                     artists={"image": image, "colorbar": colorbar})
