@@ -14,7 +14,7 @@ score_matrix_gib = n * n * heads * 4 / GIB
 # The scores are per QUERY head: 256 queries x 65,536 keys x 8 heads x 4 bytes = 512 MiB.
 unfused_scores_mib = 256 * 65536 * 8 * 4 / MIB
 
-# Exercise 3: attention's share of prefill FLOPs at n = 65,536 (Llama 3 8B shape, causal).
+# Exercise 3: attention's share of prefill FLOPs at n = 65,536 (Llama 3.1 8B shape, causal).
 n, params, layers, q_dim = 65536, 8.03e9, 32, 4096
 weights = 2 * params * n                      # 2 FLOPs per parameter per token
 attention = 2 * n * n * q_dim * layers        # Q K^T + P V = 4 n^2 q_dim per layer, halved

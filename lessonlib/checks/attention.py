@@ -97,7 +97,7 @@ def unfused_scores_mib(answer):
 
 @preamble
 def attention_share(answer):
-    """Attention's fraction of prefill FLOPs at n = 65,536 for the Llama 3 8B shape (01, ex. 3)."""
+    """Attention's share of prefill FLOPs at n = 65,536, the Llama 3.1 8B shape (01, ex. 3)."""
     q = QUESTIONS["attention_share"]
     kv = kv_bytes_per_token(load_config(q["config"]))
     args = dict(params=q["params"], layers=q["layers"], q_dim=q["q_dim"], kv_bytes_per_token=kv)
