@@ -24,7 +24,8 @@ QUESTIONS = {
     "program_heads": dict(probes=((8, 2), (4, 4), (6, 1), (12, 3), (32, 8))),
     "visited_key_blocks": dict(n=1024, block_m=128, block_n=64, causal=True, window=193,
                                sink_tokens=4, pid_m=5),
-    # One row's state after the loop, in the kernel's log2 units, and its head's sink logit.
+    # One row's state after the loop (m and l in the kernel's log2 units, acc a weighted sum of
+    # values measured from the same m) and its head's sink logit, times log2 e.
     "sink_output": dict(m=5.0, l=3.0, acc=(6.0, -3.0), s=6.0),
 }
 
@@ -237,8 +238,9 @@ def _fold(m, l, acc, s, exp=lambda x: 2.0 ** x, rescale_acc=True):
 
 @preamble
 def sink_output(answer):
-    """The output row o after folding the sink: m = 5, l = 3, acc = (6, -3), s = 6, all in
-    the kernel's log2 units (exp2)."""
+    """The output row o after folding the sink: m = 5 and l = 3 in the kernel's log2 units
+    (exp2), s = 6 (times log2 e), and acc = (6, -3), a weighted sum of values measured from m
+    (not a log quantity)."""
     name = "sink_output"
     q = QUESTIONS[name]
     m, l, acc, s = q["m"], q["l"], np.asarray(q["acc"], dtype=float), q["s"]
