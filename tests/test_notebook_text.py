@@ -164,3 +164,37 @@ def test_07_off_by_one_is_relative_to_the_cached_keys():
     assert "count positions one off and every distance shifts" not in prose
     assert "one off from the keys already cached" in prose
     assert "keys already in the cache keep the angles" in prose
+
+
+# ------------------------------------------------------------------ 01, 09
+
+def test_01_and_09_name_the_model_whose_config_they_load():
+    """Both load Llama-3.1-8B's config.json; they called it Llama 3 8B."""
+    for stem in ("01_attention_memory", "09_long_context_cost_and_needles"):
+        source = "\n".join(text(c) for c in cells(stem))
+        assert 'load_config("Llama-3.1-8B")' in source
+        assert "Llama 3 8B" not in source + outputs(stem), stem
+
+
+def test_09_needle_heatmap_counts_words_like_its_model():
+    """The stand-in model counts words (no tokenizer); the heatmap's axis said tokens."""
+    source = "\n".join(text(c) for c in cells("09_long_context_cost_and_needles"))
+    assert "tokenizer=" not in source.split("needle_heatmap(")[0].split("fine = ")[-1]
+    from lessonlib.needles import EdgeHeavyModel, run_needle_grid
+    from lessonlib.widgets.long_context import needle_heatmap
+    w = needle_heatmap(run_needle_grid(EdgeHeavyModel(), [1000], [0], progress=False))
+    assert w.axes[0].get_ylabel() == "context length (words)"
+
+
+# ------------------------------------------------------------------ 04
+
+def test_04_sink_exercise_does_not_call_acc_a_log_quantity():
+    """acc is a weighted sum of value rows; only m (and the scale of l's terms) is in log2
+    units. The exercise and its check once said "acc ... all in the kernel's log2 units"."""
+    from lessonlib.checks import triton
+    prose = " ".join(markdown("04_flash_attention_triton").split())
+    question = prose.split("**4.**")[1].split("##")[0]
+    assert "all in the kernel's log2 units" not in question
+    assert "not a log quantity" in question
+    doc = " ".join(triton.sink_output.__doc__.split())
+    assert "all in the kernel's log2 units" not in doc and "not a log quantity" in doc
