@@ -118,7 +118,10 @@ def test_needle_found_tries_a_needle_exactly_3000_words_from_the_end():
     from lessonlib.needles import EdgeHeavyModel, run_needle_grid
     grid = run_needle_grid(EdgeHeavyModel(), [5998], [50], progress=False)
     assert grid.found[0, 0] and RIGHT(5998, 50)
-    strict = lambda n, d: (n + 1 - math.floor(n * d / 100)) < 3000 or math.floor(n * d / 100) < 64  # noqa: E731
+    def strict(n, d):
+        at = math.floor(n * d / 100)
+        return (n + 1 - at) < 3000 or at < 64
+
     assert not strict(5998, 50)
     assert checks.needle_found(strict).ok is False
 
