@@ -72,7 +72,7 @@ def _lengths(V, config):
 
 def _blocks(V, config):
     return {f"{n}/{f}": V.request_blocks(config, n, max_in_flight_tokens=f)
-            for n in (1000, 4096, 32768, 131072) for f in (0, 2048, 8192)}
+            for n in (1000, 4096, 32768, 131072) for f in (0, 2048, 4096, 8192, 16384)}
 
 
 def measure():

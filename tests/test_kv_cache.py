@@ -183,6 +183,12 @@ def test_hybrid_3_to_1_is_4_375_gib_against_16_gib():
     uniform = kc.kv_cache_bytes(cfg, 131072, engine="vllm", swa_full=True)  # manager disabled
     assert uniform.total_gib == 16
     assert f"{uniform.total_bytes / ideal.total_bytes:.2f}" == "3.66"
+    # a running vLLM keeps blocks for the tokens in flight in every windowed layer: the saving
+    # shrinks (notebook 06): 3.66x with none, 3.37x with 4,096 (24 GB), 2.72x with 16,384 (H100)
+    ratios = [uniform.total_bytes / kc.kv_cache_bytes(cfg, 131072, engine="vllm",
+                                                      max_in_flight_tokens=f).total_bytes
+              for f in (0, 4096, 16384)]
+    assert [f"{r:.2f}" for r in ratios] == ["3.66", "3.37", "2.72"]
 
 
 def test_vllm_257_vs_8192_blocks():
@@ -834,3 +840,17 @@ BAD_INPUTS = [
     Case(kc.mla_scores_absorbed, args=(_q, _Wuk, _c), bad=_MLA_ARRAYS),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+def test_vllm_serve_in_flight_tokens_follows_the_gpu_memory():
+    """vLLM 0.32's vllm serve: 2 batches (async scheduling) x max_num_batched_tokens, which is
+    2,048 under 70 GiB, 8,192 from 70 GiB (an 80 GB H100) and 16,384 from 160 GiB."""
+    G = kc.GIB
+    assert kc.vllm_serve_in_flight_tokens() == kc.vllm_serve_in_flight_tokens(24 * G) == 4096
+    assert kc.vllm_serve_in_flight_tokens(70 * G - 1) == 4096
+    assert kc.vllm_serve_in_flight_tokens(70 * G) == kc.vllm_serve_in_flight_tokens(80 * 10**9) == 16384
+    assert kc.vllm_serve_in_flight_tokens(141 * G) == 16384
+    assert kc.vllm_serve_in_flight_tokens(160 * G) == 32768
+    for bad in (0, -1, 2.5, "24GiB"):
+        with pytest.raises(ValueError, match="gpu_memory_bytes"):
+            kc.vllm_serve_in_flight_tokens(bad)
