@@ -1,12 +1,25 @@
 """tiled_attention vs naive_attention vs torch SDPA on the CPU (float32), side by side.
 
-    .venv/bin/python benchmarks/attention_cpu.py            # the full table (~10 min, 2 cores)
+    .venv/bin/python benchmarks/attention_cpu.py            # the full table (~15 min, 2 cores)
     .venv/bin/python benchmarks/attention_cpu.py --quick    # a tiny grid (seconds), for CI
+    .venv/bin/python benchmarks/attention_cpu.py --headline 5   # h=8, d=64, n>=4096 rows only,
+                                                    # 5 rounds of every method (a noisy machine)
+
+torch's peer is the path a model takes: four-dimensional (batch, heads, n, d) inputs, with the
+backend named and enforced by ``torch.nn.attention.sdpa_kernel`` (torch raises rather than fall
+back). ``sdpa`` is the fused CPU flash-attention kernel (``is_causal`` for the causal and dense
+rows, the boolean mask for a sliding window); ``sdpa_math`` is the unfused math path beside it,
+which materialises the scores: what (heads, n, d) inputs fall back to, and what this benchmark
+measured before issue 33. For a sliding window, ``sdpa_band`` calls the fused kernel once per
+query chunk over only the keys the window can reach. tests/test_benchmarks.py checks that each
+of these runs the backend it names.
 
 Each method is timed as its own block (alternating numpy and torch calls slows both) after a
 warm-up call (fresh memory is slow on first touch); min and median of the repeats are printed.
-Peak extra memory is measured in a separate process per method: the high-water resident size
-after the call minus the resident size before it. The BLAS threadpoolctl reports is printed first.
+GFLOP/s count the useful work, 4 d flops per visible (query, key) pair (two matmuls), beside the
+BLAS ceiling measured first. Peak extra memory is measured in a separate process per method: the
+high-water resident size after the call minus the resident size before it. The BLAS
+threadpoolctl reports is printed first.
 """
 import argparse
 import json
@@ -15,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -23,10 +37,73 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from lessonlib.attention import (DEFAULT_BLOCK_K, DEFAULT_BLOCK_Q, attention_mask,  # noqa: E402
                                  naive_attention, tiled_attention)
 
+# method -> the torch SDPA backend it enforces (torch.nn.attention.SDPBackend member name) and
+# the profiler op that backend runs as on the CPU.
+SDPA_BACKENDS = {"sdpa": "FLASH_ATTENTION", "sdpa_band": "FLASH_ATTENTION", "sdpa_math": "MATH"}
+BACKEND_OPS = {"FLASH_ATTENTION": "aten::_scaled_dot_product_flash_attention_for_cpu",
+               "MATH": "aten::_scaled_dot_product_attention_math"}
+METHODS = ("tiled", "naive", *SDPA_BACKENDS)
+
 
 def inputs(h, n, d, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((h, n, d), dtype=np.float32) for _ in range(3))
+
+
+def visible_pairs(n, causal, window):
+    """The (query, key) pairs of n queries over n keys that the mask shows."""
+    if window is None:
+        return n * (n + 1) // 2 if causal else n * n
+    return int(attention_mask(n, n, causal=causal, window=window).sum())
+
+
+def gflops(h, n, d, causal, window, seconds):
+    """Useful GFLOP/s: QK^T and PV, 2 d flops each per visible pair (dv = d)."""
+    return 4 * d * h * visible_pairs(n, causal, window) / seconds / 1e9
+
+
+def _band_chunks(n, window, chunk):
+    """(query slice, key slice, mask) per query chunk: keys a window of `window` can reach."""
+    out = []
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        k0 = max(0, lo - window + 1)
+        p = np.arange(lo, hi)[:, None]
+        j = np.arange(k0, hi)[None, :]
+        out.append((slice(lo, hi), slice(k0, hi), (j <= p) & (p - j < window)))
+    return out
+
+
+def sdpa_call(method, q, k, v, causal, window):
+    """A zero-argument callable running torch SDPA on 4-D (1, h, n, d) views of q, k, v, with
+    only the backend `method` names allowed (torch raises if it cannot use it)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = getattr(SDPBackend, SDPA_BACKENDS[method])
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    tq, tk, tv = (torch.from_numpy(a)[None] for a in (q, k, v))  # (1, h, n, d): no copy
+    n = q.shape[1]
+    if method == "sdpa_band":
+        if window is None or not causal:
+            raise ValueError("sdpa_band is the causal sliding-window case: pass causal and window")
+        chunks = [(qs, ks, torch.from_numpy(m)) for qs, ks, m in _band_chunks(n, window, window)]
+        out = torch.empty_like(tq)
+
+        def band():
+            with sdpa_kernel([backend]):
+                for qs, ks, m in chunks:
+                    out[:, :, qs] = sdpa(tq[:, :, qs], tk[:, :, ks], tv[:, :, ks], attn_mask=m)
+            return out
+        return band
+    if window is None:  # SDPA's own causal flag (no mask tensor); square, so top-left = ours
+        kw = dict(is_causal=causal)
+    else:  # the boolean mask a user would write: every score computed, then hidden
+        kw = dict(attn_mask=torch.from_numpy(attention_mask(n, n, causal=causal, window=window)))
+
+    def call():
+        with sdpa_kernel([backend]):
+            return sdpa(tq, tk, tv, **kw)
+    return call
 
 
 def make_call(method, q, k, v, causal, window, block_q=DEFAULT_BLOCK_Q, block_k=DEFAULT_BLOCK_K):
@@ -36,17 +113,9 @@ def make_call(method, q, k, v, causal, window, block_q=DEFAULT_BLOCK_Q, block_k=
                                        block_k=block_k)
     if method == "naive":
         return lambda: naive_attention(q, k, v, causal=causal, window=window)
-    if method == "sdpa":
-        import torch
-        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-        n = q.shape[1]
-        if window is None:  # SDPA's own causal path (no mask tensor)
-            return lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv,
-                                                                            is_causal=causal)
-        mask = torch.from_numpy(attention_mask(n, n, causal=causal, window=window))
-        return lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv,
-                                                                        attn_mask=mask)
-    raise ValueError(f"method must be tiled, naive or sdpa, got {method!r}")
+    if method in SDPA_BACKENDS:
+        return sdpa_call(method, q, k, v, causal, window)
+    raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
 
 
 def time_call(fn, repeats):
@@ -96,13 +165,90 @@ def blas_info():
                                     "version")} for i in threadpool_info()]
 
 
+def blas_ceiling(d, block_q, block_k, threads, repeats=20):
+    """Best GFLOP/s of float32 matmul on this machine: numpy and torch 2048^3 with their own
+    threads, and tiled_attention's two tile products, (bq, d) @ (d, bk) and (bq, bk) @ (bk, d),
+    at one BLAS thread in `threads` Python threads (how tiled_attention runs them)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((2048, 2048), dtype=np.float32)
+    ta = torch.from_numpy(a)
+    s = rng.standard_normal((block_q, block_k), dtype=np.float32)
+    qb, k, v = (rng.standard_normal(shape, dtype=np.float32)
+                for shape in ((block_q, d), (block_k, d), (block_k, d)))
+
+    def best(fn, flop, n=3):
+        fn()
+        return max(flop / min(_seconds(fn) for _ in range(n)) / 1e9, 0.0)
+
+    def tiles():
+        for _ in range(repeats):
+            np.matmul(qb, k.T)
+            np.matmul(s, v)
+
+    def pool():
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(lambda _: tiles(), range(threads)))
+
+    out = {"numpy 2048^3": best(lambda: a @ a, 2 * 2048**3),
+           "torch 2048^3": best(lambda: ta @ ta, 2 * 2048**3)}
+    with threadpool_limits(limits=1, user_api="blas"):
+        out[f"numpy tiles {block_q}x{block_k}, d={d}, {threads} threads"] = best(
+            pool, threads * repeats * 4 * block_q * block_k * d)
+    return out
+
+
+def _seconds(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def headline(rounds, h=8, d=64, repeats=3):
+    """The rows the targets are stated on, in `rounds` rounds: each round times every method
+    as its own block (warm-up, then `repeats` calls); min and median over all the calls, so
+    load that comes and goes on a shared machine hits every method alike."""
+    print(f"# headline rows: h={h}, d={d}, {rounds} rounds x {repeats} calls per method, "
+          f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}")
+    for info in blas_info():
+        print(f"# threadpool: {info}")
+    ceiling = blas_ceiling(d, DEFAULT_BLOCK_Q, DEFAULT_BLOCK_K, os.cpu_count())
+    print("| n | causal | method | min ms | median ms | useful GFLOP/s (min) | "
+          "tiled/method (min) |")
+    print("|---|---|---|---|---|---|---|")
+    for n in (4096, 8192):
+        methods = ("tiled", "sdpa", "sdpa_math") if n == 4096 else ("tiled", "sdpa")
+        for causal in (True, False):
+            q, k, v = inputs(h, n, d)
+            calls = {m: make_call(m, q, k, v, causal, None) for m in methods}
+            times = {m: [] for m in methods}
+            for _ in range(rounds):
+                for m in methods:
+                    calls[m]()  # warm-up
+                    times[m] += [_seconds(calls[m]) for _ in range(repeats)]
+            t = min(times["tiled"])
+            for m in methods:
+                print(f"| {n} | {causal} | {m} | {min(times[m])*1e3:.1f} | "
+                      f"{statistics.median(times[m])*1e3:.1f} | "
+                      f"{gflops(h, n, d, causal, None, min(times[m])):.0f} | "
+                      f"{t / min(times[m]):.2f} |", flush=True)
+    for name, gf in blas_ceiling(d, DEFAULT_BLOCK_Q, DEFAULT_BLOCK_K, os.cpu_count()).items():
+        print(f"# BLAS ceiling, {name}: {gf:.0f} GFLOP/s (before: {ceiling[name]:.0f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny grid, for a smoke test")
+    ap.add_argument("--headline", type=int, metavar="ROUNDS",
+                    help="only the h=8, d=64, n>=4096 rows, ROUNDS rounds of every method")
     ap.add_argument("--peak-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.peak_child:
         print(peak_child(**json.loads(args.peak_child)))
+        return
+    if args.headline:
+        headline(args.headline)
         return
 
     if args.quick:
@@ -120,31 +266,46 @@ def main():
     print(f"# env: {env}")
     for info in blas_info():
         print(f"# threadpool: {info}")
+    import torch
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads; SDPA on (1, h, n, d)"
+          f" inputs, backend enforced: sdpa = {SDPA_BACKENDS['sdpa']}, "
+          f"sdpa_math = {SDPA_BACKENDS['sdpa_math']}")
+    for d in dims:
+        for name, gf in blas_ceiling(d, DEFAULT_BLOCK_Q, DEFAULT_BLOCK_K, os.cpu_count()).items():
+            print(f"# BLAS ceiling, {name}: {gf:.0f} GFLOP/s")
     print(f"# tiled blocks: block_q={DEFAULT_BLOCK_Q}, block_k={DEFAULT_BLOCK_K}; "
-          f"times in ms, min / median of {repeats} after a warm-up\n")
+          f"times in ms, min / median of {repeats} after a warm-up; ratios and GFLOP/s from the "
+          f"min\n")
 
-    print("| h | d | n | causal | tiled ms | naive ms | sdpa ms | tiled/sdpa | naive/tiled |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| h | d | n | causal | tiled ms | naive ms | sdpa (flash) ms | sdpa_math ms | "
+          "tiled/sdpa | tiled/sdpa_math | naive/tiled | tiled GFLOP/s | sdpa GFLOP/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for h in heads:
         for d in dims:
             for n in lengths:
                 for causal in (False, True):
                     q, k, v = inputs(h, n, d)
                     res = {m: time_call(make_call(m, q, k, v, causal, None), repeats)
-                           for m in ("tiled", "naive", "sdpa")}
-                    t, nv, s = (res[m][0] * 1e3 for m in ("tiled", "naive", "sdpa"))
-                    print(f"| {h} | {d} | {n} | {causal} | {t:.1f} / {res['tiled'][1]*1e3:.1f} | "
-                          f"{nv:.1f} / {res['naive'][1]*1e3:.1f} | {s:.1f} / {res['sdpa'][1]*1e3:.1f}"
-                          f" | {t / s:.2f} | {nv / t:.2f} |", flush=True)
+                           for m in ("tiled", "naive", "sdpa", "sdpa_math")}
+                    t, nv, s, sm = (res[m][0] for m in ("tiled", "naive", "sdpa", "sdpa_math"))
+                    cells = " | ".join(f"{res[m][0]*1e3:.1f} / {res[m][1]*1e3:.1f}"
+                                       for m in ("tiled", "naive", "sdpa", "sdpa_math"))
+                    print(f"| {h} | {d} | {n} | {causal} | {cells} | {t / s:.2f} | {t / sm:.2f} | "
+                          f"{nv / t:.2f} | {gflops(h, n, d, causal, None, t):.0f} | "
+                          f"{gflops(h, n, d, causal, None, s):.0f} |", flush=True)
 
     n, W = window_case
-    print(f"\n## sliding window W={W}, causal, n={n}, h=8, d=64 (SDPA gets the same boolean mask)\n")
-    print("| method | min ms | median ms |")
-    print("|---|---|---|")
+    print(f"\n## sliding window W={W}, causal, n={n}, h=8, d=64\n")
+    print("sdpa and sdpa_math get the boolean (n, n) mask; sdpa_band calls the fused kernel per "
+          f"query chunk of {W} over the keys the window can reach (chunk + W - 1), with its "
+          "mask.\n")
+    print("| method | min ms | median ms | useful GFLOP/s |")
+    print("|---|---|---|---|")
     q, k, v = inputs(8, n, 64)
-    for m in ("tiled", "sdpa"):
+    for m in ("tiled", "sdpa_band", "sdpa", "sdpa_math"):
         t_min, t_med = time_call(make_call(m, q, k, v, True, W), repeats)
-        print(f"| {m} | {t_min*1e3:.1f} | {t_med*1e3:.1f} |", flush=True)
+        print(f"| {m} | {t_min*1e3:.1f} | {t_med*1e3:.1f} | "
+              f"{gflops(8, n, 64, True, W, t_min):.0f} |", flush=True)
 
     h, n, d = sweep_shape
     print(f"\n## block sizes, h={h}, n={n}, d={d}, causal\n")
@@ -155,14 +316,16 @@ def main():
         t_min, t_med = time_call(make_call("tiled", q, k, v, True, None, bq, bk), repeats)
         print(f"| {bq} | {bk} | {t_min*1e3:.1f} | {t_med*1e3:.1f} |", flush=True)
 
+    mem_methods = ("tiled", "naive", "sdpa", "sdpa_math")
     print("\n## peak extra memory of one causal call (separate processes)\n")
-    print("| h | n | d | tiled MiB | naive MiB | sdpa MiB | tiled / naive |")
-    print("|---|---|---|---|---|---|---|")
+    print("| h | n | d | tiled MiB | naive MiB | sdpa (flash) MiB | sdpa_math MiB | "
+          "tiled / naive |")
+    print("|---|---|---|---|---|---|---|---|")
     for h, n, d in mem_cases:
-        peaks = {m: peak_extra_bytes(m, h, n, d, True, None) for m in ("tiled", "naive", "sdpa")}
-        mib = {m: b / 2**20 for m, b in peaks.items()}
-        print(f"| {h} | {n} | {d} | {mib['tiled']:.1f} | {mib['naive']:.1f} | {mib['sdpa']:.1f} | "
-              f"{peaks['tiled'] / max(peaks['naive'], 1):.3f} |", flush=True)
+        peaks = {m: peak_extra_bytes(m, h, n, d, True, None) for m in mem_methods}
+        mib = " | ".join(f"{peaks[m] / 2**20:.1f}" for m in mem_methods)
+        print(f"| {h} | {n} | {d} | {mib} | {peaks['tiled'] / max(peaks['naive'], 1):.3f} |",
+              flush=True)
 
 
 if __name__ == "__main__":
