@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/attention_cpu.py --quick    # a tiny grid (seconds), for CI
     .venv/bin/python benchmarks/attention_cpu.py --headline 5   # h=8, d=64, n>=4096 rows only,
                                                     # 5 rounds of every method (a noisy machine)
+    .venv/bin/python benchmarks/attention_cpu.py --tile     # where one tile's time goes
 
 torch's peer is the path a model takes: four-dimensional (batch, heads, n, d) inputs, with the
 backend named and enforced by ``torch.nn.attention.sdpa_kernel`` (torch raises rather than fall
@@ -237,13 +238,67 @@ def headline(rounds, h=8, d=64, repeats=3):
         print(f"# BLAS ceiling, {name}: {gf:.0f} GFLOP/s (before: {ceiling[name]:.0f})")
 
 
+def tile_steps(d, block_q=DEFAULT_BLOCK_Q, block_k=DEFAULT_BLOCK_K, tiles=200):
+    """Each numpy call of one full tile of tiled_attention's loop (no mask), timed on one thread
+    with one BLAS thread, beside the same matmuls in torch: where a tile's time goes."""
+    import torch
+    from threadpoolctl import threadpool_limits
+    rng = np.random.default_rng(2)
+    qb, k, v = (rng.standard_normal(shape, dtype=np.float32)
+                for shape in ((block_q, d), (block_k, d), (block_k, d)))
+    s, pv = np.empty((block_q, block_k), np.float32), np.empty((block_q, d), np.float32)
+    m, l, acc = np.zeros(block_q, np.float32), np.zeros(block_q, np.float32), np.zeros_like(pv)
+    state = {}
+    steps = {  # the calls of lessonlib.attention._tiled_unit, in its order
+        "s = q k^T (BLAS)": lambda: np.matmul(qb, k.T, out=s),
+        "row max": lambda: state.__setitem__("mx", s.max(axis=-1)),
+        "m, alpha (per row)": lambda: state.__setitem__(
+            "a", np.exp(m - np.maximum(m, state["mx"]))),
+        "s - m (broadcast)": lambda: np.subtract(s, state["mx"][:, None], out=s),
+        "exp in place": lambda: np.exp(s, out=s),
+        "row sum": lambda: state.__setitem__("l", l * state["a"] + s.sum(axis=-1)),
+        "acc *= alpha": lambda: acc.__imul__(state["a"][:, None]),
+        "acc += p v (BLAS)": lambda: acc.__iadd__(np.matmul(s, v, out=pv)),
+    }
+    us = dict.fromkeys(steps, 0.0)
+    with threadpool_limits(limits=1, user_api="blas"), np.errstate(over="ignore"):
+        for i in range(tiles + 5):
+            for name, fn in steps.items():
+                t = _seconds(fn)
+                if i >= 5:  # warm-up tiles
+                    us[name] += t * 1e6 / tiles
+            np.copyto(s, 0.0)  # keep exp's input in range
+    torch.set_num_threads(1)
+    tq, tk, tv, ts = (torch.from_numpy(a) for a in (qb, k, v, s))
+    flop = 2 * block_q * block_k * d
+    t_torch = min(_seconds(lambda: (torch.mm(tq, tk.T), torch.mm(ts, tv))) for _ in range(50))
+    total = sum(us.values())
+    blas = us["s = q k^T (BLAS)"] + us["acc += p v (BLAS)"]
+    print(f"\n## one {block_q} x {block_k} tile, d={d}, one thread: mean us per step "
+          f"over {tiles} tiles\n")
+    print("| step | us | share |")
+    print("|---|---|---|")
+    for name, t in us.items():
+        print(f"| {name} | {t:.1f} | {t / total:.0%} |")
+    print(f"| total | {total:.1f} | 100% |")
+    print(f"\nnumpy's two matmuls: {2 * flop / blas * 1e-3:.0f} GFLOP/s; the same two in torch "
+          f"(one thread): {2 * flop / t_torch / 1e9:.0f} GFLOP/s; the whole tile: "
+          f"{2 * flop / total * 1e-3:.0f} GFLOP/s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny grid, for a smoke test")
     ap.add_argument("--headline", type=int, metavar="ROUNDS",
                     help="only the h=8, d=64, n>=4096 rows, ROUNDS rounds of every method")
+    ap.add_argument("--tile", action="store_true",
+                    help="time each step of tiled_attention's tile loop on one thread")
     ap.add_argument("--peak-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.tile:
+        for d in (64, 128):
+            tile_steps(d)
+        return
     if args.peak_child:
         print(peak_child(**json.loads(args.peak_child)))
         return

@@ -22,6 +22,7 @@ x one query block) depends on the problem only, so the output is bitwise the sam
 number of threads.
 """
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -231,29 +232,55 @@ def mask_codes(n, window, sink_tokens):
     return codes
 
 
-def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out):
+_ALIGN_BYTES = 64  # a cache line, and at least what malloc gives a fresh array
+
+
+def _aligned(n_items, itemsize):
+    """n_items rounded up to a whole number of _ALIGN_BYTES."""
+    per = _ALIGN_BYTES // itemsize
+    return -(-n_items // per) * per
+
+
+def _scratch(rows, block_k, dv, dt):
+    """Flat, 64-byte aligned scratch for one thread's units: the P @ V product (rows x dv), then
+    one score tile (rows x block_k), each starting on a 64-byte boundary."""
+    itemsize = np.dtype(dt).itemsize
+    size = _aligned(rows * dv, itemsize) + rows * block_k
+    buf = np.empty(size + _ALIGN_BYTES // itemsize, dtype=dt)
+    start = (-buf.ctypes.data % _ALIGN_BYTES) // itemsize
+    return buf[start:start + size]
+
+
+def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out, work):
     """One unit of work: one KV head with its whole query group, over one query block.
 
     q (g, bq, d): the g query heads that read this KV head, rows q_lo..q_lo+bq-1 (positions);
-    k (nk, d), v (nk, dv): the KV head; sinks (g,) or None; out (g, bq, dv) is written once.
+    k (nk, d), v (nk, dv): the KV head; sinks (g,) or None; out (g, bq, dv) is written once;
+    work: this thread's flat scratch (_scratch), so that the tile and the P @ V product are
+    not allocated (and first touched) per tile: the same numpy calls on the same shapes as with
+    fresh arrays, hence the same bits.
     The shapes of every numpy call here follow from (g, bq, d, nk, dv, block_k) alone.
     """
     g, bq, d = q.shape
-    nk, dt = k.shape[0], out.dtype.type
-    q_hi = q_lo + bq
+    nk, dv, dt = k.shape[0], v.shape[-1], out.dtype.type
+    q_hi, rows = q_lo + bq, g * bq
     # The g query heads share the K block: stack their rows, one (g*bq, d) @ (d, bk) matmul.
-    qb = (q.astype(dt, copy=False) * dt(scale)).reshape(g * bq, d)
-    m = np.full(g * bq, -np.inf, dtype=dt)  # running max: no score seen yet
-    l = np.zeros(g * bq, dtype=dt)  # running denominator: empty sum
-    acc = np.zeros((g * bq, v.shape[-1]), dtype=dt)  # running numerator
+    qb = (q.astype(dt, copy=False) * dt(scale)).reshape(rows, d)
+    m = np.full(rows, -np.inf, dtype=dt)  # running max: no score seen yet
+    l = np.zeros(rows, dtype=dt)  # running denominator: empty sum
+    acc = np.zeros((rows, dv), dtype=dt)  # running numerator
+    pv = work[:rows * dv].reshape(rows, dv)  # (g*bq, dv): this tile's P @ V
+    s0 = _aligned(rows * dv, work.itemsize)  # where the tile starts, 64-byte aligned
     for j0 in key_blocks(q_lo, q_hi, nk, block_k, causal=causal, window=window,
                          sink_tokens=sink_tokens):
         j1 = min(j0 + block_k, nk)
-        s = np.matmul(qb, k[j0:j1].T)  # (g*bq, bk): the one tile
+        bk = j1 - j0
+        s = work[s0:s0 + rows * bk].reshape(rows, bk)  # C-contiguous, like a fresh array
+        np.matmul(qb, k[j0:j1].T, out=s)  # (g*bq, bk): the one tile
         if not _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
             hidden = ~_visible(np.arange(q_lo, q_hi)[:, None], np.arange(j0, j1)[None, :],
                                causal, window, sink_tokens)  # (bq, bk), the same for all g heads
-            np.copyto(s.reshape(g, bq, j1 - j0), -np.inf, where=hidden)
+            np.copyto(s.reshape(g, bq, bk), -np.inf, where=hidden)
         m_new = np.maximum(m, s.max(axis=-1))
         m_ref = np.where(m_new == -np.inf, 0, m_new)  # a row with nothing visible yet
         alpha = np.exp(m - m_ref)  # rescale what was accumulated against the old max
@@ -261,7 +288,7 @@ def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_
         np.exp(s, out=s)  # the tile now holds p = exp(s - m_new), in place
         l = l * alpha + s.sum(axis=-1)
         acc *= alpha[:, None]
-        acc += np.matmul(s, v[j0:j1])
+        acc += np.matmul(s, v[j0:j1], out=pv)
         m = m_new
     if sinks is not None:  # the learned sink joins the denominator, no value vector
         sink = np.repeat(sinks, bq)  # (g*bq,)
@@ -298,7 +325,7 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     elementwise work runs on one core; BLAS runs one thread inside. Every unit makes the same
     numpy calls on the same shapes whatever ``threads`` is, so the output is bitwise independent
     of ``threads`` on every CPU and BLAS (BLAS kernels and summation orders are picked by shape).
-    Each running unit holds one (g * block_q) x block_k score tile.
+    Each thread holds one (g * block_q) x block_k score tile, reused by all the units it runs.
     """
     a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
     block_q, block_k = positive_int("block_q", block_q), positive_int("block_k", block_k)
@@ -310,20 +337,26 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     qg = a.q.reshape(hkv, g, nq, d)  # query head h = kv * g + i reads KV head kv
     k, v = a.k.astype(dt, copy=False), a.v.astype(dt, copy=False)
     sinks = None if a.sink_logits is None else a.sink_logits.astype(dt).reshape(hkv, g)
-    out = np.empty((hkv, g, nq, v.shape[-1]), dtype=dt)
+    dv = v.shape[-1]
+    out = np.empty((hkv, g, nq, dv), dtype=dt)
     offset = nk - nq  # query i sits at position offset + i
 
     # Last query blocks first: under a causal mask they visit the most key blocks, so a pool
     # that hands out units in this order ends with the short ones (scheduling only).
     units = [(kv, i0) for i0 in reversed(range(0, nq, block_q)) for kv in range(hkv)]
 
+    # Each thread's scratch: one score tile and one P @ V product, reused by all its units.
+    scratch = threading.local()
+
     def run(unit):
         kv, i0 = unit
         i1 = min(i0 + block_q, nq)
+        if not hasattr(scratch, "work"):
+            scratch.work = _scratch(g * min(block_q, nq), min(block_k, nk), dv, dt)
         with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked on the output
             _tiled_unit(qg[kv, :, i0:i1], k[kv], v[kv], None if sinks is None else sinks[kv],
                         a.scale, offset + i0, causal, window, sink_tokens, block_k,
-                        out[kv, :, i0:i1])
+                        out[kv, :, i0:i1], scratch.work)
 
     workers = min(threads, len(units))
     with _blas_threads(1):  # tiles are small matmuls: our threads, not BLAS's, use the cores
