@@ -28,6 +28,7 @@ holds keys *before* RoPE, so each step rotates them by their cache slot (0 .. si
 StreamingLLM does; ``positions="original"`` rotates by the original positions instead.
 """
 import copy
+import json
 import math
 import os
 
@@ -44,7 +45,8 @@ from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks rea
 __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rotate",
            "mask_tensor", "load_tinylm", "save_tinylm", "decode", "StreamingKVCache",
            "token_losses", "answer_accuracy", "attention_to_first_tokens", "data_path",
-           "NeedleModel", "check_tokens", "export_gguf", "neox_to_adjacent_pairs"]
+           "NeedleModel", "check_tokens", "export_gguf", "neox_to_adjacent_pairs",
+           "hf_config", "export_hf_checkpoint"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -580,6 +582,58 @@ def load_tinylm(name_or_path="tinylm.pt"):
         raise ValueError(f"name_or_path {str(name_or_path)!r}: the weights do not fit the "
                          f"checkpoint's config: {err}") from None
     return model.eval()
+
+
+# ------------------------------------------------------------------------------------------
+# Export as a Hugging Face checkpoint (what vLLM and transformers load)
+# ------------------------------------------------------------------------------------------
+
+# this model's parameter names -> HF Llama's (modeling_llama.py), per layer and for the model
+_HF_LAYER_NAMES = {"attn_norm": "input_layernorm", "mlp_norm": "post_attention_layernorm",
+                   "attn.q_proj": "self_attn.q_proj", "attn.k_proj": "self_attn.k_proj",
+                   "attn.v_proj": "self_attn.v_proj", "attn.o_proj": "self_attn.o_proj",
+                   "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj"}
+
+
+def hf_config(model, rope_scaling=None, max_position_embeddings=None):
+    """The config.json of ``model`` as a Hugging Face Llama (``LlamaForCausalLM``, float32,
+    tied embeddings), with ``rope_scaling`` (``with_rope_scaling``'s dict; None: plain RoPE) and
+    ``max_position_embeddings`` (None: the trained length; a YaRN or llama3 file states the
+    extended length there, as vLLM and HF read it)."""
+    model = _tinylm(model)
+    c = with_rope_scaling(model.config, rope_scaling)
+    out = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+           "torch_dtype": "float32", "attention_bias": False, "mlp_bias": False,
+           **{k: c[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
+                                "num_hidden_layers", "num_attention_heads",
+                                "num_key_value_heads", "head_dim", "rope_theta",
+                                "max_position_embeddings", "rms_norm_eps",
+                                "tie_word_embeddings")}}
+    if c.get("rope_scaling") is not None:
+        out["rope_scaling"] = c["rope_scaling"]
+    if max_position_embeddings is not None:
+        out["max_position_embeddings"] = check.integer(
+            "max_position_embeddings", max_position_embeddings, minimum=1)
+    return out
+
+
+def export_hf_checkpoint(model, folder, rope_scaling=None, max_position_embeddings=None):
+    """Write ``model`` into ``folder`` as a Hugging Face Llama checkpoint: ``config.json``
+    (``hf_config``) and ``model.safetensors`` (float32). HF Llama rotates NeoX pairs, as this
+    model does, so the weights go over unchanged, renamed only. Returns the folder."""
+    from safetensors.torch import save_file
+    folder = check.text("folder", folder)
+    config = hf_config(model, rope_scaling, max_position_embeddings)
+    sd = {k: v.detach().to(torch.float32) for k, v in _tinylm(model).state_dict().items()}
+    out = {"model.embed_tokens.weight": sd["embed.weight"], "model.norm.weight": sd["norm.weight"]}
+    for il in range(config["num_hidden_layers"]):
+        for ours, theirs in _HF_LAYER_NAMES.items():
+            out[f"model.layers.{il}.{theirs}.weight"] = sd[f"layers.{il}.{ours}.weight"]
+    os.makedirs(folder, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    return folder
 
 
 # ------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from . import _validate as check
 from . import kv_cache as kc
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
-           "layer_specs", "request_blocks", "load_results"]
+           "layer_specs", "request_blocks", "prompt_logprobs", "load_results"]
 
 # vLLM's V1 engine starts its core in a child process unless told not to: in-process here.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -200,6 +200,54 @@ def request_blocks(config, max_model_len, *, block_size=16, max_in_flight_tokens
             blocks = cdiv(max_model_len, spec.block_size)
         out[kind] = {"blocks": blocks, "layers": n, "page_size_bytes": spec.page_size_bytes}
     return out
+
+
+def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):
+    """vLLM's log-probabilities of every vocabulary entry after each prefix of each prompt
+    (``SamplingParams(prompt_logprobs=V)``: the engine's forward pass, its own rotary embedding
+    and CPU attention), for the Hugging Face checkpoint in ``folder`` (``config.json`` and
+    weights; ``tinylm.export_hf_checkpoint`` writes one) in float32.
+
+    ``prompts``: lists of token ids. Returns one float64 array per prompt, (n - 1, V): row i is
+    the distribution of token i + 1 given tokens 0..i. The engine runs in this process with
+    ``max_model_len`` (``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``) and 1 GiB of CPU
+    KV cache unless ``VLLM_CPU_KVCACHE_SPACE`` says otherwise; prefix caching is off, so every
+    prompt is computed in full."""
+    import numpy as np
+    folder = check.text("folder", folder)
+    max_model_len = check.positive_int("max_model_len", max_model_len)
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError(f"prompts must be a non-empty list of token-id lists, got "
+                         f"{check.describe(prompts)}")
+    with open(os.path.join(folder, "config.json")) as f:
+        vocab = check.positive_int("config.vocab_size", json.load(f)["vocab_size"])
+    prompts = [[check.non_negative_int(f"prompts[{i}][{j}]", t) for j, t in enumerate(p)]
+               for i, p in enumerate(prompts)]
+    for i, p in enumerate(prompts):
+        if len(p) < 2:
+            raise ValueError(f"prompts[{i}] must hold at least 2 tokens, got {len(p)}")
+        if len(p) >= max_model_len:
+            raise ValueError(f"prompts[{i}] holds {len(p)} tokens: vLLM needs room for one "
+                             f"generated token, so at most max_model_len - 1 = "
+                             f"{max_model_len - 1}")
+        if max(p) >= vocab:
+            raise ValueError(f"prompts[{i}] holds token {max(p)}, past the vocabulary ({vocab})")
+    _vllm()
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM, SamplingParams
+    with _allow_long(allow_long):
+        llm = LLM(model=folder, skip_tokenizer_init=True, dtype="float32",
+                  max_model_len=max_model_len, max_logprobs=vocab, enforce_eager=True,
+                  enable_prefix_caching=False, seed=0)
+        outs = llm.generate([{"prompt_token_ids": p} for p in prompts],
+                            SamplingParams(max_tokens=1, prompt_logprobs=vocab, temperature=0.0),
+                            use_tqdm=False)
+    result = []
+    for out in outs:
+        rows = out.prompt_logprobs[1:]  # position 0 has no prefix
+        result.append(np.array([[row[t].logprob for t in range(vocab)] for row in rows]))
+    del llm
+    return result
 
 
 def load_results():

@@ -9,6 +9,12 @@ its tests without the engine check lessonlib against the file everywhere.
 - defaults: ``gpu_memory_utilization`` and the KV cache block size, from vLLM's CacheConfig.
 - max_model_len: for every shipped config and the scaling variants below, the length vLLM
   serves by default, and for each requested length whether vLLM accepts it.
+- logits: notebook 10's tiny model exported as a Hugging Face checkpoint
+  (tinylm.export_hf_checkpoint) and run in vLLM: its log-probabilities at every position against
+  lessonlib.tinylm's, with plain RoPE, linear x2 and YaRN x4 through vLLM's own rotary embedding,
+  and plain RoPE forced past its 256 trained positions (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): its
+  cos/sin table has 256 rows, and rows past it read memory beyond the table (NaN or garbage,
+  differing from run to run: the file records how many rows were wrong).
 - blocks: for the shipped configs' shapes, the blocks one request may hold in each kind of
   layer (full, sliding window, MLA) and the bytes of one block, by vLLM's own KV cache specs, at
   the contexts and tokens in flight the notebooks discuss.
@@ -75,7 +81,49 @@ def _blocks(V, config):
             for n in (1000, 4096, 32768, 131072) for f in (0, 2048, 4096, 8192, 16384)}
 
 
-def measure():
+TRAINED = 256
+WRONG = 1e-3  # a row whose log-probabilities differ by more (or hold a NaN) is wrong
+# (label, rope_scaling, max_position_embeddings in the file, max_model_len, allow_long)
+LOGIT_RUNS = [("plain RoPE", None, None, 256, False),
+              ("linear x2", {"rope_type": "linear", "factor": 2.0}, None, 512, False),
+              ("YaRN x4", {"rope_type": "yarn", "factor": 4.0}, 1024, 1024, False),
+              ("plain RoPE past its table", None, None, 320, True)]
+
+
+def _logits(directory):
+    """Each run: vLLM's prompt log-probabilities for one prompt of max_model_len - 1 random
+    tokens against lessonlib.tinylm's, within and past the trained length."""
+    import numpy as np
+    import torch
+    from lessonlib import tinylm
+    from lessonlib import vllm as V
+    model = tinylm.load_tinylm()
+    rng = np.random.default_rng(0)
+    out = {}
+    for label, rope_scaling, mpe, n_max, allow_long in LOGIT_RUNS:
+        folder = tinylm.export_hf_checkpoint(model, os.path.join(directory, str(len(out))),
+                                             rope_scaling, mpe)
+        tokens = rng.integers(0, model.config["vocab_size"], n_max - 1).tolist()
+        engine = V.prompt_logprobs(folder, [tokens], max_model_len=n_max,
+                                   allow_long=allow_long)[0]
+        rope = tinylm.hf_config(model, rope_scaling, mpe) if rope_scaling else None
+        with torch.no_grad():
+            ours = torch.log_softmax(model(torch.tensor([tokens]), rope=rope).double(), -1)
+        ours = ours[0, :-1].numpy()  # row i: token i + 1 given 0..i, as vLLM's rows
+        within, past = slice(0, TRAINED), slice(TRAINED, None)  # row i reads positions 0..i
+        diff = np.abs(engine - ours).max(axis=1)
+        wrong = np.isnan(engine).any(axis=1) | (np.nan_to_num(diff, nan=np.inf) > WRONG)
+        out[label] = {
+            "positions": len(tokens), "max_model_len": n_max, "allow_long": allow_long,
+            "max_abs_diff_within": float(diff[within].max()),
+            "wrong_rows_within": int(wrong[within].sum()),
+            "rows_past": int(len(diff[past])), "wrong_rows_past": int(wrong[past].sum()),
+            "top1_agreement_past": float((engine[past].argmax(1) == ours[past].argmax(1)).mean())
+            if len(diff) > TRAINED else None}
+    return out
+
+
+def measure(directory=None):
     from lessonlib import vllm as V
     from lessonlib.configs import load_config
     out = {"vllm": V.version(), "defaults": V.engine_defaults(), "max_model_len": {},
@@ -86,6 +134,12 @@ def measure():
     out["blocks"]["Llama-3-8B-hybrid-3to1"] = _blocks(V, load_config("Llama-3-8B-hybrid-3to1"))
     for label, extra in VARIANTS:
         out["variants"][label] = _lengths(V, variant_config(extra))
+    if directory is None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            out["logits"] = _logits(d)
+    else:
+        out["logits"] = _logits(directory)
     return out
 
 

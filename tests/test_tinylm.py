@@ -20,7 +20,8 @@ from lessonlib.tinylm_results import DEFAULT_CONFIG
 skip_module_without("torch")  # every test here runs the model (kvtask's: tests/test_kvtask.py)
 torch = optional("torch")
 from lessonlib.tinylm import (NeedleModel, StreamingKVCache, TinyLM, answer_accuracy,  # noqa: E402
-                              export_gguf, neox_to_adjacent_pairs,
+                              export_gguf, export_hf_checkpoint, hf_config,
+                              neox_to_adjacent_pairs,
                               attention_to_first_tokens, check_tokens, data_path, decode,
                               load_tinylm, mask_tensor, rope_tables, rotate, save_tinylm,
                               token_losses, with_rope_scaling)
@@ -616,6 +617,38 @@ def test_export_writes_what_llama_cpp_reads(tmp_path):
         assert m.config[key] == c[key], key
     pi = gguf_file.read_gguf(export_gguf(load_tinylm("tinylm_pi2x.pt"), str(tmp_path / "pi.gguf")))
     assert pi.config["rope_scaling"] == {"rope_type": "linear", "factor": 2.0}
+
+
+@pytest.mark.parametrize("rope_scaling,mpe,n", [
+    (None, None, 200), ({"rope_type": "linear", "factor": 2.0}, None, 400),
+    ({"rope_type": "yarn", "factor": 4.0}, 1024, 600)])
+def test_the_hf_checkpoint_is_this_model_in_transformers(tmp_path, rope_scaling, mpe, n):
+    """transformers' own LlamaForCausalLM, loaded from the exported folder, gives this model's
+    logits (no pair permutation: both rotate NeoX halves), within and past the trained 256."""
+    from transformers import LlamaForCausalLM
+    model = load_tinylm()
+    folder = export_hf_checkpoint(model, str(tmp_path / "hf"), rope_scaling, mpe)
+    with open(os.path.join(folder, "config.json")) as f:
+        written = json.load(f)
+    assert written["architectures"] == ["LlamaForCausalLM"] and written.get("rope_scaling") == (
+        None if rope_scaling is None else hf_config(model, rope_scaling)["rope_scaling"])
+    hf = LlamaForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    tokens = torch.tensor([np.random.default_rng(1).integers(0, 131, n).tolist()])
+    rope = hf_config(model, rope_scaling, mpe) if rope_scaling else None
+    with torch.no_grad():
+        ours, theirs = model(tokens, rope=rope), hf(tokens).logits
+    assert (ours - theirs).abs().max().item() < 1e-3
+    assert (ours.argmax(-1) == theirs.argmax(-1)).float().mean().item() == 1.0
+
+
+def test_the_hf_config_checks_its_arguments():
+    model = load_tinylm()
+    with pytest.raises(ValueError, match="rope_scaling.factor"):
+        hf_config(model, {"rope_type": "linear", "factor": 0.5})
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        hf_config(model, None, 0)
+    with pytest.raises(ValueError, match="model"):
+        hf_config("tinylm.pt")
 
 
 import io  # noqa: E402

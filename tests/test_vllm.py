@@ -12,6 +12,7 @@ and runs everywhere: a committed vLLM figure that lessonlib disagrees with fails
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -193,9 +194,45 @@ def test_block_counts_are_vllms_specs(name, n, in_flight):
         config, n, max_in_flight_tokens=in_flight)
 
 
+def test_the_committed_logits_agree_within_the_table_and_fail_past_it():
+    """The tiny model in vLLM: every row within float32 rounding of lessonlib's where vLLM's
+    cos/sin table covers the positions (plain, linear x2, YaRN x4 up to 1,024), and the rows
+    that read past a plain table of 256 all wrong (NaN or garbage)."""
+    runs = COMMITTED["logits"]
+    assert [label for label, *_ in S.LOGIT_RUNS] == list(runs)
+    for label, run in runs.items():
+        assert run["wrong_rows_within"] == 0 and run["max_abs_diff_within"] < S.WRONG, label
+        if label != "plain RoPE past its table":
+            assert run["wrong_rows_past"] == 0 and run["top1_agreement_past"] in (None, 1.0)
+    past = runs["plain RoPE past its table"]
+    assert past["allow_long"] and past["rows_past"] == 320 - 2 - 256  # rows reading position >= 256
+    assert past["wrong_rows_past"] == past["rows_past"]
+
+
 @engine
 def test_the_committed_results_are_what_vllm_says_now():
-    assert S.measure() == json.loads(S.RESULTS.read_text())
+    fresh, committed = S.measure(), json.loads(S.RESULTS.read_text())
+    logits, committed_logits = fresh.pop("logits"), committed.pop("logits")
+    assert fresh == committed
+    for label, run in logits.items():  # float32 sums differ by CPU: agreement, not equal digits
+        old = committed_logits[label]
+        assert {k: run[k] for k in ("positions", "max_model_len", "allow_long", "rows_past",
+                                    "wrong_rows_within", "wrong_rows_past")} == \
+            {k: old[k] for k in ("positions", "max_model_len", "allow_long", "rows_past",
+                                 "wrong_rows_within", "wrong_rows_past")}, label
+        assert run["max_abs_diff_within"] < S.WRONG
+
+
+@engine
+def test_prompt_logprobs_checks_its_arguments():
+    from lessonlib import tinylm
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        tinylm.export_hf_checkpoint(tinylm.load_tinylm(), d)
+        for prompts, name in (([], "prompts"), ([[1]], "at least 2"), ([[1, 2, 500]], "vocabulary"),
+                              ([[1, -2]], "prompts[0][1]"), ([list(range(100)) * 3], "max_model_len")):
+            with pytest.raises(ValueError, match=re.escape(name)):
+                V.prompt_logprobs(d, prompts, max_model_len=256)
 
 
 def test_every_call_says_why_without_vllm():
