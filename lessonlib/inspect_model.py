@@ -442,34 +442,35 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
                 usable = int(gpu_memory * VLLM_GPU_MEMORY_UTILIZATION) - weights_bytes
                 reserve = f"gpu_memory_utilization {VLLM_GPU_MEMORY_UTILIZATION}"
 
-                def need(n, k=1, kv_type=kv_type):
-                    return kc.kv_cache_bytes(cfg, n, engine="vllm", n_seq=k, kv_type=kv_type,
-                                             block_size=VLLM_BLOCK_SIZE,
-                                             max_in_flight_tokens=in_flight).total_bytes
+                def fits(n, k=1, kv_type=kv_type, usable=usable):
+                    """vLLM's pool: k requests' blocks (padding layers included) fit."""
+                    cap = kc.vllm_capacity(cfg, n, max(usable, 0), kv_type=kv_type,
+                                           block_size=VLLM_BLOCK_SIZE,
+                                           max_in_flight_tokens=in_flight)
+                    return k * cap.blocks_per_request <= cap.num_blocks
             elif engine == "llama.cpp":
                 usable = gpu_memory - weights_bytes
                 reserve = f"compute buffer at -ub {LLAMACPP_N_UBATCH} with flash attention"
 
-                def need(n, k=1, kv_type=kv_type):
+                def fits(n, k=1, kv_type=kv_type, usable=usable):
                     cells = n * k
                     kv = kc.kv_cache_bytes(cfg, cells, engine="llama.cpp", n_seq=k,
                                            kv_type=kv_type, n_ubatch=LLAMACPP_N_UBATCH).total_bytes
-                    return kv + _llamacpp_compute_bytes(cfg, cells)
+                    return kv + _llamacpp_compute_bytes(cfg, cells) <= usable
             else:
                 usable = gpu_memory - weights_bytes
                 reserve = "nothing (the exact cache alone)"
 
-                def need(n, k=1, kv_type=kv_type):
+                def fits(n, k=1, kv_type=kv_type, usable=usable):
                     return kc.kv_cache_bytes(cfg, n, engine="ideal", n_seq=k,
-                                             kv_type=kv_type).total_bytes
+                                             kv_type=kv_type).total_bytes <= usable
             row = {"engine": engine, "kv_type": kv_type, "usable_bytes": max(usable, 0),
                    "reserve": reserve, "max_tokens": 0, "sequences": {}}
             if usable > 0:
                 # every layer sliding: the cache stops growing at the window, no length is too long
-                row["max_tokens"] = None if need(limit) <= usable else \
-                    _largest(lambda n: need(n) <= usable, 1, limit)
+                row["max_tokens"] = None if fits(limit) else _largest(fits, 1, limit)
                 for n in contexts:
-                    row["sequences"][str(n)] = _largest(lambda k: need(n, k) <= usable, 1,
+                    row["sequences"][str(n)] = _largest(lambda k: fits(n, k), 1,
                                                         max(1, limit // n))
             else:
                 row["sequences"] = {str(n): 0 for n in contexts}
@@ -480,6 +481,11 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
                  "and other non-torch memory that vLLM measures at start-up are not subtracted, "
                  f"so its real figure is lower (blocks of {VLLM_BLOCK_SIZE}, one request per "
                  "sequence)")
+        group_size, groups, padding = kc.vllm_kv_cache_groups(cfg)
+        if padding:
+            a.append(f"vLLM: layers in KV cache groups of {group_size}, {len(groups)} groups for "
+                     f"{len(groups) * group_size - padding} layers: {padding} padding layers "
+                     "take memory and hold nothing (kv_cache.vllm_capacity)")
     if "llama.cpp" in engines:
         if _dense(cfg):
             a.append("llama.cpp: gpu_memory minus the weights minus the compute buffer's lower "

@@ -43,6 +43,7 @@ __all__ = [
     "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks", "vllm_serve_in_flight_tokens",
+    "vllm_kv_cache_groups", "vllm_capacity", "VLLMCapacity",
     "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
@@ -452,6 +453,82 @@ class KVCacheSize:
     @property
     def total_gib(self):
         return self.total_bytes / GIB
+
+
+@dataclass(frozen=True)
+class VLLMCapacity:
+    """``vllm_capacity``'s answer: how vLLM 0.32 lays a cache budget out for one model.
+
+    group_size      layers per KV cache group (every group the same size)
+    groups          one (window, real layers) per group: window None for full attention;
+                    a group short of ``group_size`` is padded with layers that hold memory
+                    and no data
+    padding_layers  the padded slots of all groups
+    num_blocks      blocks in the shared pool: budget // (block bytes x group_size)
+    blocks_per_request   blocks one request of max_model_len takes, summed over the groups
+    """
+    group_size: int
+    groups: tuple
+    padding_layers: int
+    num_blocks: int
+    blocks_per_request: int
+
+    @property
+    def max_concurrency(self):
+        """Requests of max_model_len that fit at once (vLLM's "Maximum concurrency"): a float."""
+        return self.num_blocks / self.blocks_per_request
+
+    @property
+    def refuses(self):
+        """True when vLLM refuses to start: not one request of max_model_len fits the pool
+        ("To serve at least one request with the model's max seq len ...")."""
+        return self.blocks_per_request > self.num_blocks
+
+
+def vllm_kv_cache_groups(config):
+    """vLLM 0.32's KV cache groups for ``config`` (``_get_kv_cache_groups_uniform_page_size``):
+    layers of one kind (full attention, or one window size) are split into groups of
+    ``group_size`` layers, the smallest kind's count (or the largest's, when that is under
+    1.5 times the smallest: gpt-oss's 12 + 12), the last group of a kind padded. Returns
+    (group_size, [(window, real layers)], padding layers). Gemma 3 27B: 10 full layers and 52
+    sliding ones give groups of 10, six sliding groups, 8 padding layers (15% of the sliding
+    layers' memory, for nothing)."""
+    windows = layer_windows(config)
+    kinds = {}
+    for W in windows:
+        kinds[W] = kinds.get(W, 0) + 1
+    counts = list(kinds.values())
+    group_size = min(counts)
+    if max(counts) < 1.5 * min(counts):
+        group_size = max(counts)
+    groups, padding = [], 0
+    for W, n in kinds.items():
+        k = _cdiv(n, group_size)
+        groups += [(W, len(range(i, n, k))) for i in range(k)]  # layers[i::k], as vLLM deals them
+        padding += k * group_size - n
+    return group_size, groups, padding
+
+
+def vllm_capacity(config, max_model_len, budget_bytes, *, kv_type="f16", block_size=16,
+                  max_in_flight_tokens=0):
+    """How vLLM 0.32 fills ``budget_bytes`` of KV cache for ``config`` (``get_kv_cache_configs``):
+    one pool of blocks, each holding one page (``block_size`` tokens of one layer) for each of
+    ``group_size`` layers, so ``num_blocks = budget // (page x group_size)``; a request of
+    ``max_model_len`` takes ``vllm_full_blocks`` in each full group and ``vllm_sliding_blocks``
+    (tokens in flight included) in each sliding one. For a model with one kind of layer this
+    is ``kv_cache_bytes`` exactly; for hybrids the padding layers cost memory on top."""
+    max_model_len = positive_int("max_model_len", max_model_len)
+    budget_bytes = non_negative_int("budget_bytes", budget_bytes)
+    block_size = positive_int("block_size", block_size)
+    in_flight = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    page = kv_cell_bytes(config, kv_type) * block_size
+    group_size, groups, padding = vllm_kv_cache_groups(config)
+    per_request = sum(vllm_full_blocks(max_model_len, block_size) if W is None else
+                      vllm_sliding_blocks(max_model_len, W, block_size,
+                                          max_in_flight_tokens=in_flight)
+                      for W, _ in groups)
+    return VLLMCapacity(group_size, tuple(groups), padding, budget_bytes // (page * group_size),
+                        per_request)
 
 
 def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, kv_unified, **_):

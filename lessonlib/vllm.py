@@ -28,7 +28,8 @@ from . import _validate as check
 from . import kv_cache as kc
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
-           "layer_specs", "request_blocks", "prompt_logprobs", "load_results"]
+           "layer_specs", "request_blocks", "cache_capacity", "prompt_logprobs",
+           "load_results"]
 
 # vLLM's V1 engine starts its core in a child process unless told not to: in-process here.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -200,6 +201,52 @@ def request_blocks(config, max_model_len, *, block_size=16, max_in_flight_tokens
             blocks = cdiv(max_model_len, spec.block_size)
         out[kind] = {"blocks": blocks, "layers": n, "page_size_bytes": spec.page_size_bytes}
     return out
+
+
+def cache_capacity(config, max_model_len, budget_bytes, *, max_in_flight_tokens=2048,
+                   block_size=16):
+    """How vLLM lays out ``budget_bytes`` of KV cache for ``config``, from its own
+    ``get_kv_cache_configs`` and ``get_max_concurrency_for_kv_cache_config`` on the specs of
+    ``layer_specs``: {"num_blocks", "groups" ([(spec kind, layers)] per KV cache group),
+    "max_concurrency"}, or {"refused": True} where vLLM refuses to start (not one request of
+    ``max_model_len`` fits). The scheduler is configured with ``max_num_batched_tokens =
+    max_in_flight_tokens`` and one batch in flight (256 at least: vLLM's ``max_num_seqs``); a
+    stand-in model config carries ``max_model_len``, which is all these functions read of it
+    (the shape is in the specs); the KV cache layout is set to CUDA's NHD order, which the
+    engine core would otherwise resolve at start-up (it does not change the sizes)."""
+    max_model_len = check.positive_int("max_model_len", max_model_len)
+    budget_bytes = check.non_negative_int("budget_bytes", budget_bytes)
+    in_flight = check.int_at_least("max_in_flight_tokens", max_in_flight_tokens, 256)
+    specs = layer_specs(config, block_size=block_size)
+    from vllm.config import ModelConfig, SchedulerConfig, VllmConfig
+    from vllm.v1.core.kv_cache_utils import (get_kv_cache_configs,
+                                             get_max_concurrency_for_kv_cache_config)
+    stand_in = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+                "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
+                "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
+                "max_position_embeddings": max_model_len}
+    with _model_folder(stand_in) as folder:
+        model = ModelConfig(model=folder, skip_tokenizer_init=True, max_model_len=max_model_len)
+    vc = VllmConfig(model_config=model, scheduler_config=SchedulerConfig(
+        max_num_batched_tokens=in_flight, max_model_len=max_model_len, async_scheduling=False,
+        is_encoder_decoder=False))
+    vc.cache_config.kv_cache_layout = "LBNHC"
+    per_layer, i = {}, 0
+    for spec, n in specs.values():
+        for _ in range(n):
+            per_layer[f"model.layers.{i}.self_attn.attn"] = spec
+            i += 1
+    try:
+        kv = get_kv_cache_configs(vc, [per_layer], [budget_bytes])[0]
+    except ValueError as err:  # not one request of max_model_len fits: vLLM will not start
+        if "at least one request" in str(err) or "No available memory" in str(err):
+            return {"refused": True}
+        raise
+    kinds = {"FullAttentionSpec": "full", "SlidingWindowSpec": "sliding", "MLAAttentionSpec": "mla"}
+    return {"num_blocks": kv.num_blocks,
+            "groups": [[kinds.get(type(g.kv_cache_spec).__name__, type(g.kv_cache_spec).__name__),
+                        len(g.layer_names)] for g in kv.kv_cache_groups],
+            "max_concurrency": get_max_concurrency_for_kv_cache_config(vc, kv)}
 
 
 def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):

@@ -18,6 +18,8 @@ its tests without the engine check lessonlib against the file everywhere.
 - blocks: for the shipped configs' shapes, the blocks one request may hold in each kind of
   layer (full, sliding window, MLA) and the bytes of one block, by vLLM's own KV cache specs, at
   the contexts and tokens in flight the notebooks discuss.
+- capacity: how vLLM's get_kv_cache_configs lays out a cache budget for those shapes (blocks in
+  the pool, KV cache groups with their padding, requests of max_model_len at once).
 """
 import json
 import os
@@ -123,6 +125,18 @@ def _logits(directory):
     return out
 
 
+CAPACITY_SHAPES = ["Llama-3.1-8B", "Mistral-7B", "gpt-oss-20b", "Gemma-3-27B",
+                   "Llama-3-8B-hybrid-3to1", "DeepSeek-V3"]
+CAPACITY_SETTINGS = [(n, gib, f) for n in (32768, 131072) for gib in (8, 40) for f in (4096, 16384)]
+
+
+def _capacity(V):
+    from lessonlib.configs import load_config
+    return {name: {f"{n}/{gib}GiB/{f}": V.cache_capacity(load_config(name), n, gib * 2**30,
+                                                            max_in_flight_tokens=f)
+                   for n, gib, f in CAPACITY_SETTINGS} for name in CAPACITY_SHAPES}
+
+
 def measure(directory=None):
     from lessonlib import vllm as V
     from lessonlib.configs import load_config
@@ -134,6 +148,7 @@ def measure(directory=None):
     out["blocks"]["Llama-3-8B-hybrid-3to1"] = _blocks(V, load_config("Llama-3-8B-hybrid-3to1"))
     for label, extra in VARIANTS:
         out["variants"][label] = _lengths(V, variant_config(extra))
+    out["capacity"] = _capacity(V)
     if directory is None:
         import tempfile
         with tempfile.TemporaryDirectory() as d:

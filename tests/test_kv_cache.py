@@ -854,3 +854,37 @@ def test_vllm_serve_in_flight_tokens_follows_the_gpu_memory():
     for bad in (0, -1, 2.5, "24GiB"):
         with pytest.raises(ValueError, match="gpu_memory_bytes"):
             kc.vllm_serve_in_flight_tokens(bad)
+
+
+def test_vllm_groups_pad_gemma3_and_keep_gpt_oss_even():
+    """vLLM 0.32's KV cache groups, by hand: Gemma 3 27B has 10 full and 52 sliding layers, so
+    groups of 10: one full, six sliding (9, 9, 9, 9, 8, 8 real layers), 8 padding; gpt-oss's
+    12 + 12 are one group each; the 3:1 hybrid 8 + 24 four groups of 8; a dense model one."""
+    size, groups, pad = kc.vllm_kv_cache_groups(load_config("Gemma-3-27B"))
+    assert size == 10 and pad == 8
+    assert sorted(groups, key=lambda g: (g[0] is None, -g[1])) == \
+        [(1024, 9)] * 4 + [(1024, 8)] * 2 + [(None, 10)]
+    assert kc.vllm_kv_cache_groups(load_config("gpt-oss-20b"))[::2] == (12, 0)
+    assert kc.vllm_kv_cache_groups(load_config("Llama-3-8B-hybrid-3to1"))[0] == 8
+    assert kc.vllm_kv_cache_groups(load_config("Llama-3.1-8B")) == (32, [(None, 32)], 0)
+
+
+def test_vllm_capacity_by_hand():
+    """Gemma 3 27B, 8 GiB, 32K, 2,048 in flight: a page is 16 tokens x 16 heads x 128 x 2 x 2 B
+    = 128 KiB, a block 10 pages, so 6,553 blocks; a request takes 2,048 full blocks and 6 x 193
+    sliding ones (cdiv(1,023 + 2,048, 16) + 1): 3,206, so 2.04 requests. Without the padding
+    the bytes alone would say 2.15."""
+    cfg = load_config("Gemma-3-27B")
+    cap = kc.vllm_capacity(cfg, 32768, 8 * kc.GIB, max_in_flight_tokens=2048)
+    assert (cap.num_blocks, cap.blocks_per_request) == (8 * kc.GIB // (10 * 131072), 2048 + 6 * 193)
+    assert f"{cap.max_concurrency:.3f}" == "2.044" and not cap.refuses
+    exact = kc.kv_cache_bytes(cfg, 32768, engine="vllm", max_in_flight_tokens=2048).total_bytes
+    assert f"{8 * kc.GIB / exact:.2f}" == "2.15"
+    dense = kc.vllm_capacity(load_config("Llama-3.1-8B"), 131072, 8 * kc.GIB)
+    assert dense.num_blocks == 4096 and dense.blocks_per_request == 8192 and dense.refuses
+    assert kc.vllm_capacity(load_config("Llama-3.1-8B"), 100, 0).refuses
+    for bad, name in ((dict(max_model_len=0), "max_model_len"), (dict(budget_bytes=-1), "budget_bytes"),
+                      (dict(max_in_flight_tokens=-1), "max_in_flight_tokens")):
+        args = {"max_model_len": 100, "budget_bytes": kc.GIB, **bad}
+        with pytest.raises(ValueError, match=name):
+            kc.vllm_capacity(cfg, args.pop("max_model_len"), args.pop("budget_bytes"), **args)

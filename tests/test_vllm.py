@@ -94,6 +94,27 @@ def test_lessonlib_gives_every_committed_block_count(name):
         assert lessonlib_blocks(load_config(name), n, in_flight) == engine_blocks, key
 
 
+def lessonlib_capacity(config, n, budget, in_flight):
+    cap = kc.vllm_capacity(config, n, budget, max_in_flight_tokens=in_flight)
+    if cap.refuses:
+        return {"refused": True}
+    kind = "mla" if config.get("kv_lora_rank") is not None else "full"
+    return {"num_blocks": cap.num_blocks, "max_concurrency": cap.max_concurrency,
+            "groups": sorted([kind if W is None else "sliding", n] for W, n in cap.groups)}
+
+
+@pytest.mark.parametrize("name", S.CAPACITY_SHAPES)
+def test_lessonlib_lays_out_every_committed_budget_as_vllm(name):
+    """The pool's blocks, the KV cache groups (Gemma 3's 8 padding layers) and the requests
+    that fit at once, as vLLM's get_kv_cache_configs gave them."""
+    for key, engine_cap in COMMITTED["capacity"][name].items():
+        n, gib, f = key.split("/")
+        ours = lessonlib_capacity(load_config(name), int(n), int(gib[:-3]) * 2**30, int(f))
+        want = engine_cap if "refused" in engine_cap else {**engine_cap,
+                                                          "groups": sorted(engine_cap["groups"])}
+        assert ours == want, key
+
+
 def test_the_committed_file_names_the_in_flight_term():
     """Sliding layers hold W - 1 + in-flight tokens: Mistral's 4,096 window at 32K holds 257
     blocks with nothing in flight, 385 with 2,048 (one batch of vLLM's CPU/OpenAI default)."""
@@ -207,6 +228,18 @@ def test_the_committed_logits_agree_within_the_table_and_fail_past_it():
     past = runs["plain RoPE past its table"]
     assert past["allow_long"] and past["rows_past"] == 320 - 2 - 256  # rows reading position >= 256
     assert past["wrong_rows_past"] == past["rows_past"]
+
+
+@engine
+@settings(max_examples=20, deadline=None)
+@given(name=st.sampled_from(S.CAPACITY_SHAPES), n=st.integers(1, 300_000),
+       budget=st.integers(0, 96 * 2**30), in_flight=st.sampled_from([256, 2048, 4096, 16384]))
+def test_capacity_is_vllms_for_any_budget(name, n, budget, in_flight):
+    config = load_config(name)
+    engine_cap = V.cache_capacity(config, n, budget, max_in_flight_tokens=in_flight)
+    if "refused" not in engine_cap:
+        engine_cap["groups"] = sorted(engine_cap["groups"])
+    assert lessonlib_capacity(config, n, budget, in_flight) == engine_cap
 
 
 @engine
