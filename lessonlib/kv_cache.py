@@ -43,7 +43,8 @@ __all__ = [
     "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks", "vllm_serve_in_flight_tokens",
-    "vllm_kv_cache_groups", "vllm_capacity", "VLLMCapacity",
+    "vllm_kv_cache_groups", "vllm_capacity", "VLLMCapacity", "vllm_window_blocks",
+    "vllm_prefix_hits",
     "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
@@ -453,6 +454,49 @@ class KVCacheSize:
     @property
     def total_gib(self):
         return self.total_bytes / GIB
+
+
+def vllm_window_blocks(num_computed, num_new, sliding_window, block_size=16):
+    """(live, null): the blocks a request's table holds in one sliding layer after vLLM 0.32's
+    ``allocate_slots`` for ``num_new`` tokens, with ``num_computed`` settled before them. The
+    table covers ``cdiv(num_computed + num_new, block_size)`` blocks; the first
+    ``(num_computed - W + 1) // block_size`` of them hold only tokens no later query can see
+    (``get_num_skipped_tokens``), so they go back to the pool and the null block takes their
+    slots, keeping slot j for tokens [16 j, 16 j + 16). W = 64, 250 settled, 50 new: 19 slots,
+    11 null, 8 live."""
+    num_computed = non_negative_int("num_computed", num_computed)
+    num_new = positive_int("num_new", num_new)
+    W = positive_int("sliding_window", sliding_window)
+    block_size = positive_int("block_size", block_size)
+    slots = _cdiv(num_computed + num_new, block_size)
+    null = min(max(0, num_computed - W + 1) // block_size, slots)
+    return slots - null, null
+
+
+def vllm_prefix_hits(prompts, block_size=16):
+    """The tokens vLLM 0.32's prefix cache gives each prompt when ``prompts`` run one after
+    another, each computed in full: whole blocks whose chained hashes match an earlier
+    prompt's (the same tokens from position 0: a block's hash covers its whole prefix), only
+    full blocks of earlier prompts, and never the last token (its logits must be computed):
+    ``block_size x min(lcp // B, len(earlier) // B, (len(prompt) - 1) // B)``, the best over
+    earlier prompts."""
+    block_size = positive_int("block_size", block_size)
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError(f"prompts must be a non-empty list of token-id lists, got "
+                         f"{check.describe(prompts)}")
+    prompts = [list(p) for p in prompts]
+    for i, p in enumerate(prompts):
+        if not p:
+            raise ValueError(f"prompts[{i}] is empty")
+    hits = []
+    for i, p in enumerate(prompts):
+        best = 0
+        for q in prompts[:i]:
+            lcp = next((k for k, (a, b) in enumerate(zip(p, q)) if a != b), min(len(p), len(q)))
+            best = max(best, min(lcp // block_size, len(q) // block_size,
+                                 (len(p) - 1) // block_size))
+        hits.append(best * block_size)
+    return hits
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from . import _validate as check
 from . import kv_cache as kc
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
-           "layer_specs", "request_blocks", "cache_capacity", "prompt_logprobs",
+           "layer_specs", "request_blocks", "cache_capacity", "window_stream", "prefix_hits",
+           "prompt_logprobs",
            "load_results"]
 
 # vLLM's V1 engine starts its core in a child process unless told not to: in-process here.
@@ -203,24 +204,13 @@ def request_blocks(config, max_model_len, *, block_size=16, max_in_flight_tokens
     return out
 
 
-def cache_capacity(config, max_model_len, budget_bytes, *, max_in_flight_tokens=2048,
-                   block_size=16):
-    """How vLLM lays out ``budget_bytes`` of KV cache for ``config``, from its own
-    ``get_kv_cache_configs`` and ``get_max_concurrency_for_kv_cache_config`` on the specs of
-    ``layer_specs``: {"num_blocks", "groups" ([(spec kind, layers)] per KV cache group),
-    "max_concurrency"}, or {"refused": True} where vLLM refuses to start (not one request of
-    ``max_model_len`` fits). The scheduler is configured with ``max_num_batched_tokens =
-    max_in_flight_tokens`` and one batch in flight (256 at least: vLLM's ``max_num_seqs``); a
-    stand-in model config carries ``max_model_len``, which is all these functions read of it
-    (the shape is in the specs); the KV cache layout is set to CUDA's NHD order, which the
-    engine core would otherwise resolve at start-up (it does not change the sizes)."""
-    max_model_len = check.positive_int("max_model_len", max_model_len)
-    budget_bytes = check.non_negative_int("budget_bytes", budget_bytes)
-    in_flight = check.int_at_least("max_in_flight_tokens", max_in_flight_tokens, 256)
-    specs = layer_specs(config, block_size=block_size)
+def _vllm_config(max_model_len, in_flight):
+    """A VllmConfig whose scheduler keeps ``in_flight`` tokens in flight (one batch of that
+    many) and whose stand-in model carries ``max_model_len``, which is all the KV cache
+    functions read of the model (its shape is in the specs); the KV cache layout set to CUDA's
+    NHD order, which the engine core would otherwise resolve at start-up (sizes do not depend
+    on it)."""
     from vllm.config import ModelConfig, SchedulerConfig, VllmConfig
-    from vllm.v1.core.kv_cache_utils import (get_kv_cache_configs,
-                                             get_max_concurrency_for_kv_cache_config)
     stand_in = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                 "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
                 "hidden_size": 256, "intermediate_size": 512, "vocab_size": 1000,
@@ -231,22 +221,127 @@ def cache_capacity(config, max_model_len, budget_bytes, *, max_in_flight_tokens=
         max_num_batched_tokens=in_flight, max_model_len=max_model_len, async_scheduling=False,
         is_encoder_decoder=False))
     vc.cache_config.kv_cache_layout = "LBNHC"
+    return vc
+
+
+def _kv_cache_config(config, max_model_len, budget_bytes, in_flight, block_size):
+    """(VllmConfig, vLLM's KVCacheConfig) for ``config``'s layer specs and a budget."""
+    from vllm.v1.core.kv_cache_utils import get_kv_cache_configs
+    specs = layer_specs(config, block_size=block_size)
+    vc = _vllm_config(max_model_len, in_flight)
     per_layer, i = {}, 0
     for spec, n in specs.values():
         for _ in range(n):
             per_layer[f"model.layers.{i}.self_attn.attn"] = spec
             i += 1
+    return vc, get_kv_cache_configs(vc, [per_layer], [budget_bytes])[0]
+
+
+_KINDS = {"FullAttentionSpec": "full", "SlidingWindowSpec": "sliding", "MLAAttentionSpec": "mla"}
+
+
+def _kind(group):
+    name = type(group.kv_cache_spec).__name__
+    return _KINDS.get(name, name)
+
+
+def cache_capacity(config, max_model_len, budget_bytes, *, max_in_flight_tokens=2048,
+                   block_size=16):
+    """How vLLM lays out ``budget_bytes`` of KV cache for ``config``, from its own
+    ``get_kv_cache_configs`` and ``get_max_concurrency_for_kv_cache_config`` on the specs of
+    ``layer_specs``: {"num_blocks", "groups" ([(spec kind, layers)] per KV cache group),
+    "max_concurrency"}, or {"refused": True} where vLLM refuses to start (not one request of
+    ``max_model_len`` fits). The scheduler keeps ``max_in_flight_tokens`` in flight (256 at
+    least: vLLM's ``max_num_seqs``)."""
+    max_model_len = check.positive_int("max_model_len", max_model_len)
+    budget_bytes = check.non_negative_int("budget_bytes", budget_bytes)
+    in_flight = check.int_at_least("max_in_flight_tokens", max_in_flight_tokens, 256)
+    _vllm()
+    from vllm.v1.core.kv_cache_utils import get_max_concurrency_for_kv_cache_config
     try:
-        kv = get_kv_cache_configs(vc, [per_layer], [budget_bytes])[0]
+        vc, kv = _kv_cache_config(config, max_model_len, budget_bytes, in_flight, block_size)
     except ValueError as err:  # not one request of max_model_len fits: vLLM will not start
         if "at least one request" in str(err) or "No available memory" in str(err):
             return {"refused": True}
         raise
-    kinds = {"FullAttentionSpec": "full", "SlidingWindowSpec": "sliding", "MLAAttentionSpec": "mla"}
     return {"num_blocks": kv.num_blocks,
-            "groups": [[kinds.get(type(g.kv_cache_spec).__name__, type(g.kv_cache_spec).__name__),
-                        len(g.layer_names)] for g in kv.kv_cache_groups],
+            "groups": [[_kind(g), len(g.layer_names)] for g in kv.kv_cache_groups],
             "max_concurrency": get_max_concurrency_for_kv_cache_config(vc, kv)}
+
+
+def _manager(config, max_model_len, budget_bytes, block_size):
+    """vLLM's KVCacheManager (the scheduler's) over ``config``'s cache, prefix caching on, and
+    a request factory whose requests carry vLLM's chained block hashes."""
+    from vllm import SamplingParams
+    from vllm.utils.hashing import get_hash_fn_by_name
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+    from vllm.v1.request import Request
+    _, kv = _kv_cache_config(config, max_model_len, budget_bytes, 256, block_size)
+    manager = KVCacheManager(kv, max_model_len=max_model_len, scheduler_block_size=block_size,
+                             hash_block_size=block_size, max_in_flight_tokens=0,
+                             enable_caching=True)
+    hash_fn = get_hash_fn_by_name("sha256")
+    init_none_hash(hash_fn)
+    hasher = get_request_block_hasher(block_size, hash_fn)
+
+    def request(request_id, tokens):
+        return Request(request_id, list(tokens), SamplingParams(max_tokens=1), None,
+                       block_hasher=hasher)
+    return manager, kv, request
+
+
+def _live(manager, kv, request_id):
+    """{kind: (live blocks, null blocks)} of one request's block tables."""
+    out = {}
+    for group, blocks in zip(kv.kv_cache_groups, manager.get_blocks(request_id).blocks):
+        live = sum(not b.is_null for b in blocks)
+        out.setdefault(_kind(group), (live, len(blocks) - live))
+    return out
+
+
+def window_stream(config, prompt_tokens, chunk, *, block_size=16, budget_bytes=8 << 30):
+    """One request of ``prompt_tokens`` tokens prefilled ``chunk`` at a time through vLLM's
+    KVCacheManager, every chunk settled before the next (nothing in flight): after each
+    ``allocate_slots``, the blocks the request's table holds per kind of layer, live and
+    replaced by the null block (a sliding layer frees the blocks that fell behind its window).
+    Returns [{"computed", "new", kind: [live, null]}]."""
+    prompt_tokens = check.positive_int("prompt_tokens", prompt_tokens)
+    chunk = check.positive_int("chunk", chunk)
+    _vllm()
+    manager, kv, request = _manager(config, prompt_tokens + 1, budget_bytes, block_size)
+    req = request("stream", range(prompt_tokens))
+    steps = []
+    while req.num_computed_tokens < prompt_tokens:
+        new = min(chunk, prompt_tokens - req.num_computed_tokens)
+        if manager.allocate_slots(req, new) is None:
+            raise ValueError(f"budget_bytes {budget_bytes:,} cannot hold the request")
+        steps.append({"computed": req.num_computed_tokens, "new": new,
+                      **{k: list(v) for k, v in _live(manager, kv, "stream").items()}})
+        req.num_computed_tokens += new
+    manager.free(req)
+    return steps
+
+
+def prefix_hits(config, prompts, *, block_size=16, budget_bytes=8 << 30):
+    """Prompts (token-id lists) sent one after another through vLLM's KVCacheManager, each
+    computed in full and finished before the next: how many tokens of each vLLM found in its
+    prefix cache (``get_computed_blocks``), whole blocks whose chained hashes match."""
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError(f"prompts must be a non-empty list of token-id lists, got "
+                         f"{check.describe(prompts)}")
+    _vllm()
+    longest = max(len(p) for p in prompts)
+    manager, kv, request = _manager(config, longest + 1, budget_bytes, block_size)
+    hits = []
+    for i, tokens in enumerate(prompts):
+        req = request(f"p{i}", tokens)
+        blocks, n_hit, _ = manager.get_computed_blocks(req)
+        hits.append(n_hit)
+        manager.allocate_slots(req, len(tokens) - n_hit, n_hit, blocks)
+        req.num_computed_tokens = len(tokens)
+        manager.free(req)
+    return hits
 
 
 def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):

@@ -18,6 +18,10 @@ its tests without the engine check lessonlib against the file everywhere.
 - blocks: for the shipped configs' shapes, the blocks one request may hold in each kind of
   layer (full, sliding window, MLA) and the bytes of one block, by vLLM's own KV cache specs, at
   the contexts and tokens in flight the notebooks discuss.
+- streams: one long prompt prefilled in chunks through vLLM's KVCacheManager: after each chunk,
+  the live and null blocks of its block table per kind of layer (sliding layers free what falls
+  behind the window). prefix: prompts sharing prefixes sent one after another: the tokens vLLM's
+  prefix cache hands each.
 - capacity: how vLLM's get_kv_cache_configs lays out a cache budget for those shapes (blocks in
   the pool, KV cache groups with their padding, requests of max_model_len at once).
 """
@@ -137,6 +141,11 @@ def _capacity(V):
                    for n, gib, f in CAPACITY_SETTINGS} for name in CAPACITY_SHAPES}
 
 
+STREAMS = [("Mistral-7B", 10000, 2048), ("gpt-oss-20b", 1000, 256), ("Gemma-3-27B", 5000, 1000)]
+PREFIX_PROMPTS = [list(range(100)), list(range(80)) + [999] * 30, list(range(100)),
+                  list(range(33)), list(range(32)), [5] + list(range(1, 100)), list(range(200))]
+
+
 def measure(directory=None):
     from lessonlib import vllm as V
     from lessonlib.configs import load_config
@@ -149,6 +158,10 @@ def measure(directory=None):
     for label, extra in VARIANTS:
         out["variants"][label] = _lengths(V, variant_config(extra))
     out["capacity"] = _capacity(V)
+    from lessonlib.configs import load_config
+    out["streams"] = {f"{name}/{n}/{chunk}": V.window_stream(load_config(name), n, chunk)
+                      for name, n, chunk in STREAMS}
+    out["prefix"] = V.prefix_hits(load_config("Llama-3.1-8B"), PREFIX_PROMPTS)
     if directory is None:
         import tempfile
         with tempfile.TemporaryDirectory() as d:

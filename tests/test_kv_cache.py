@@ -888,3 +888,22 @@ def test_vllm_capacity_by_hand():
         args = {"max_model_len": 100, "budget_bytes": kc.GIB, **bad}
         with pytest.raises(ValueError, match=name):
             kc.vllm_capacity(cfg, args.pop("max_model_len"), args.pop("budget_bytes"), **args)
+
+
+def test_vllm_window_blocks_and_prefix_hits_by_hand():
+    """W = 64, blocks of 16: after 250 settled and 50 new tokens the table has cdiv(300, 16) =
+    19 slots; tokens 0..186 are out of every later window, so (250 - 63) // 16 = 11 slots hold
+    the null block and 8 are live. A window of 1 keeps only the block being written."""
+    assert kc.vllm_window_blocks(250, 50, 64) == (8, 11)
+    assert kc.vllm_window_blocks(0, 50, 64) == (4, 0)
+    assert kc.vllm_window_blocks(32, 1, 1) == (1, 2)
+    a = list(range(100))
+    assert kc.vllm_prefix_hits([a, a[:80] + [999] * 30, a, a[:33], a[:32], [5] + a[1:]]) == \
+        [0, 80, 96, 32, 16, 0]
+    for call, name in ((lambda: kc.vllm_window_blocks(-1, 5, 4), "num_computed"),
+                       (lambda: kc.vllm_window_blocks(0, 0, 4), "num_new"),
+                       (lambda: kc.vllm_window_blocks(0, 5, 0), "sliding_window"),
+                       (lambda: kc.vllm_prefix_hits([]), "prompts"),
+                       (lambda: kc.vllm_prefix_hits([[1], []]), "prompts\\[1\\]")):
+        with pytest.raises(ValueError, match=name):
+            call()

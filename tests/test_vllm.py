@@ -115,6 +115,33 @@ def test_lessonlib_lays_out_every_committed_budget_as_vllm(name):
         assert ours == want, key
 
 
+def lessonlib_stream(config, n, chunk):
+    """window_stream's record, by kv_cache.vllm_window_blocks (full layers: every slot live)."""
+    windows = {w for w in kc.layer_windows(config)}
+    steps, done = [], 0
+    while done < n:
+        new = min(chunk, n - done)
+        row = {"computed": done, "new": new}
+        for W in windows:
+            row["full" if W is None else "sliding"] = (
+                [-(-(done + new) // 16), 0] if W is None else
+                list(kc.vllm_window_blocks(done, new, W)))
+        steps.append(row)
+        done += new
+    return steps
+
+
+@pytest.mark.parametrize("name,n,chunk", S.STREAMS)
+def test_lessonlib_frees_window_blocks_as_vllms_manager_did(name, n, chunk):
+    assert lessonlib_stream(load_config(name), n, chunk) == \
+        COMMITTED["streams"][f"{name}/{n}/{chunk}"]
+
+
+def test_lessonlib_finds_the_prefix_hits_vllms_manager_found():
+    assert kc.vllm_prefix_hits(S.PREFIX_PROMPTS) == COMMITTED["prefix"]
+    assert COMMITTED["prefix"] == [0, 80, 96, 32, 16, 0, 96]  # block-aligned, never the last token
+
+
 def test_the_committed_file_names_the_in_flight_term():
     """Sliding layers hold W - 1 + in-flight tokens: Mistral's 4,096 window at 32K holds 257
     blocks with nothing in flight, 385 with 2,048 (one batch of vLLM's CPU/OpenAI default)."""
@@ -240,6 +267,24 @@ def test_capacity_is_vllms_for_any_budget(name, n, budget, in_flight):
     if "refused" not in engine_cap:
         engine_cap["groups"] = sorted(engine_cap["groups"])
     assert lessonlib_capacity(config, n, budget, in_flight) == engine_cap
+
+
+@engine
+@settings(max_examples=15, deadline=None)
+@given(W=st.integers(1, 300), n=st.integers(1, 900), chunk=st.integers(1, 400))
+def test_window_blocks_are_vllms_managers(W, n, chunk):
+    """Windows of 1 and odd sizes, chunks that are not block multiples."""
+    config = {**load_config("Mistral-7B"), "sliding_window": W}
+    assert lessonlib_stream(config, n, chunk) == V.window_stream(config, n, chunk)
+
+
+@engine
+@settings(max_examples=15, deadline=None)
+@given(prompts=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=70), min_size=1,
+                        max_size=6))
+def test_prefix_hits_are_vllms_managers(prompts):
+    """Random prompts over a 4-token alphabet: shared prefixes of every length."""
+    assert kc.vllm_prefix_hits(prompts) == V.prefix_hits(load_config("Llama-3.1-8B"), prompts)
 
 
 @engine
