@@ -15,6 +15,14 @@ run and why not. vLLM is imported only here, never by lessonlib's compute.
   request may hold, from the specs' own methods (``max_admission_blocks_per_request``,
   ``max_memory_usage_bytes``' rule), so lessonlib's block rules (``kv_cache.vllm_full_blocks``,
   ``kv_cache.vllm_sliding_blocks``) are checked against vLLM's code, tokens in flight included.
+- ``cache_capacity(...)``: how vLLM's ``get_kv_cache_configs`` lays out a cache budget (the
+  pool's blocks, the KV cache groups and their padding, requests at once): against
+  ``kv_cache.vllm_capacity``.
+- ``window_stream(...)`` and ``prefix_hits(...)``: vLLM's own ``KVCacheManager`` driven on a
+  request stream: blocks freed behind a sliding window, prefix-cache hits; against
+  ``kv_cache.vllm_window_blocks`` and ``kv_cache.vllm_prefix_hits``.
+- ``prompt_logprobs(...)``: a Hugging Face checkpoint (``tinylm.export_hf_checkpoint``) run
+  in vLLM, its log-probabilities at every position.
 
 ``load_results()`` reads what scripts/vllm_results.py recorded (lessonlib/data/vllm_results.json),
 so notebooks print vLLM's numbers without vLLM installed.
@@ -29,11 +37,7 @@ from . import kv_cache as kc
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
            "layer_specs", "request_blocks", "cache_capacity", "window_stream", "prefix_hits",
-           "prompt_logprobs",
-           "load_results"]
-
-# vLLM's V1 engine starts its core in a child process unless told not to: in-process here.
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+           "prompt_logprobs", "load_results"]
 
 
 def available():
@@ -49,6 +53,8 @@ def _vllm():
     why = available()
     if why is not None:
         raise RuntimeError(why)
+    # vLLM's V1 engine starts its core in a child process unless told not to: in-process here
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     import vllm
     return vllm
 
