@@ -5,13 +5,19 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def solutions(stem):
-    """instructors/solutions/<stem>.py as a module (the reference answers to a notebook)."""
-    path = os.path.join(ROOT, "instructors", "solutions", f"{stem}.py")
-    spec = importlib.util.spec_from_file_location(f"solutions_{stem}", path)
+def load_file(*parts, name=None):
+    """The Python file at ROOT/parts... (a script, a benchmark, a solution) as a module."""
+    path = os.path.join(ROOT, *parts)
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def solutions(stem):
+    """instructors/solutions/<stem>.py as a module (the reference answers to a notebook)."""
+    return load_file("instructors", "solutions", f"{stem}.py", name=f"solutions_{stem}")
 
 
 def assert_wrong(verdict, *fragments):

@@ -6,27 +6,17 @@ with ``torch.nn.attention.sdpa_kernel`` (torch raises if it cannot use it); thes
 with torch's profiler, that each of its SDPA calls runs that backend's op and not the other's,
 and that it computes the same attention as lessonlib.
 """
-import importlib.util
-import os
 
 import numpy as np
 import pytest
-from _support import ROOT, needs, optional
+from _support import load_file, needs, optional
 
 from lessonlib.attention import tiled_attention
 
 torch = optional("torch")
 
 
-def _benchmark():
-    path = os.path.join(ROOT, "benchmarks", "attention_cpu.py")
-    spec = importlib.util.spec_from_file_location("attention_cpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _benchmark()
+bench = load_file("benchmarks", "attention_cpu.py")
 
 # (causal, window): the main table's rows and the sliding-window section's
 CASES = {"sdpa": [(False, None), (True, None), (True, 16)],

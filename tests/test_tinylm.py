@@ -3,13 +3,12 @@ lessonlib.attention.naive_attention, the KV-cache paths against the full forward
 lessonlib.streaming.StreamingCache, the committed checkpoints, and the committed result files
 against a rerun of scripts/tinylm_experiments.py --reduced. The task it learns (lessonlib.kvtask)
 is tested in tests/test_kvtask.py."""
-import importlib.util
 import json
 import os
 
 import numpy as np
 import pytest
-from _support import needs, optional, skip_module_without
+from _support import load_file, needs, optional, skip_module_without
 
 from lessonlib import kvtask, needles, tinylm_results
 from lessonlib.attention import attention_mask, naive_attention
@@ -310,11 +309,7 @@ def test_retrieval_at_the_trained_length_is_far_above_chance(base):
 # --------------------------------------------------------------------------- result files
 
 def load_experiments():
-    path = os.path.join(ROOT, "scripts", "tinylm_experiments.py")
-    spec = importlib.util.spec_from_file_location("tinylm_experiments", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file("scripts", "tinylm_experiments.py")
 
 
 def _close(a, b, what, rtol=2e-3, atol=2e-3):

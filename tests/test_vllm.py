@@ -9,13 +9,12 @@ against a fresh run. Elsewhere they skip, saying why; ``make vllm`` (LESSONLIB_V
 instead of skipping when vLLM is missing. The rest checks lessonlib against the committed file
 and runs everywhere: a committed vLLM figure that lessonlib disagrees with fails here.
 """
-import importlib.util
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
+from _support import load_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,10 +29,7 @@ if WHY is not None and os.environ.get("LESSONLIB_VLLM") == "1":
     raise ImportError(f"make vllm runs these tests with vLLM, and it is missing: {WHY}")
 engine = pytest.mark.skipif(WHY is not None, reason=f"needs vLLM (make vllm): {WHY}")
 
-_spec = importlib.util.spec_from_file_location(
-    "vllm_results", Path(__file__).parents[1] / "scripts" / "vllm_results.py")
-S = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(S)
+S = load_file("scripts", "vllm_results.py")
 COMMITTED = V.load_results()
 
 
