@@ -484,10 +484,11 @@ def vllm_prefix_hits(prompts, block_size=16):
     if not isinstance(prompts, (list, tuple)) or not prompts:
         raise ValueError(f"prompts must be a non-empty list of token-id lists, got "
                          f"{check.describe(prompts)}")
-    prompts = [list(p) for p in prompts]
     for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompts[{i}] is empty")
+        if not isinstance(p, (list, tuple)) or not p:
+            raise ValueError(f"prompts[{i}] must be a non-empty list of token ids, got "
+                             f"{check.describe(p)}")
+    prompts = [list(p) for p in prompts]
     hits = []
     for i, p in enumerate(prompts):
         best = 0

@@ -1125,6 +1125,7 @@ def vllm_max_model_len(config, requested=None, *, allow_long=False):
     131,072) unless asked for more, to keep the short-context factors' quality. A request past
     the derived length is vLLM's error (a ValueError here too) unless ``allow_long``
     (``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, at the user's risk)."""
+    allow_long = check.flag("allow_long", allow_long)
     derived, entries = _vllm_derived(config)
     if requested is None:
         if any(rope_type == "longrope" for _, _, rope_type in entries):
