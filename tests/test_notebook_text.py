@@ -198,3 +198,45 @@ def test_04_sink_exercise_does_not_call_acc_a_log_quantity():
     assert "not a log quantity" in question
     doc = " ".join(triton.sink_output.__doc__.split())
     assert "all in the kernel's log2 units" not in doc and "not a log quantity" in doc
+
+
+# ------------------------------------------------------------------ 05, 06, 08 (issue 28's list)
+
+def test_05_says_the_head_dim_key_wins_over_the_division():
+    """05 taught d_h = hidden_size / num_attention_heads and never the `head_dim` key, which
+    overrides it (gpt-oss-20b: 45 vs 64; Gemma 3 27B: 168 vs 128)."""
+    from lessonlib import kv_cache
+    from lessonlib.configs import load_config
+    prose = " ".join(markdown("05_kv_cache").split())
+    assert "`head_dim` key" in prose
+    for name, wrong in (("gpt-oss-20b", 45), ("Gemma-3-27B", 168)):
+        cfg = load_config(name)
+        text = cfg.get("text_config", cfg)
+        assert text["hidden_size"] / text["num_attention_heads"] == wrong
+        d_h = kv_cache.model_shape(cfg).head_dim
+        assert d_h == text["head_dim"] != wrong
+        assert f"{name}: hidden_size / heads = {wrong}, head_dim key {d_h}, d_h read = {d_h}" \
+            in outputs("05_kv_cache")
+
+
+def test_06_labels_the_small_context_shift_a_model_of_the_rule():
+    """`-c 13 --keep 3` read as a runnable command, but llama.cpp pads -c to 256."""
+    prose = " ".join(markdown("06_sliding_windows_and_sinks").split())
+    assert "The cell runs both with 12 entries: `-c 13 --keep 3`" not in prose
+    assert "not a command to run" in prose and "multiple of 256" in prose
+    assert "usually quoted" not in prose
+
+
+def test_08_band_blend_and_arc_claims():
+    """(18, 35) needs b = 500,000 and L0 = 8192 (b = 10,000 with L0 = 8192 gives (25, 50)); the
+    llama3 'kept share' (L0/lambda - 1)/3 is the blend weight w, the speed kept is w + (1-w)/s;
+    the slow pairs stay in their arc up to 8 x 8,191 = 65,528, not all of 64K."""
+    from lessonlib import rope
+    prose = " ".join(markdown("08_rope_scaling").split())
+    assert rope.yarn_correction_range(32, 1, 128, 1e4, 8192) == (25, 50)
+    assert rope.yarn_correction_range(32, 1, 128, 5e5, 8192) == (18, 35)
+    assert "(25, 50) with $L_0 = 8192$" in prose and "(18, 35) with both" in prose
+    assert "the kept share is $(L_0/\\lambda - 1)/(4 - 1)$" not in prose
+    assert "$w + (1 - w)/s$" in prose
+    assert "in range up to 64K" not in prose and "65{,}528" in prose
+    assert "yes, by 0.9 positions" in outputs("08_rope_scaling")  # 65,536 is past the arc
