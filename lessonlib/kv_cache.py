@@ -395,18 +395,21 @@ def vllm_sliding_blocks(max_model_len, sliding_window, block_size=16, *,
     return _cdiv(min(W - 1 + extra + in_flight, max_model_len), block_size) + 1
 
 
-def vllm_serve_in_flight_tokens(gpu_memory_bytes=None):
+def vllm_serve_in_flight_tokens(gpu_memory_bytes=None, device_name=None):
     """The tokens ``vllm serve`` (vLLM 0.32) may have scheduled but not yet settled by default,
-    ``VllmConfig.max_in_flight_tokens``: 2 concurrent batches (async scheduling, on by default)
-    x ``max_num_batched_tokens``, whose default depends on the GPU's memory
-    (``EngineArgs.get_batch_defaults``, the OpenAI server's column): 16,384 from 160 GiB, 8,192
-    from 70 GiB (but not on an A100), else 2,048. Sliding-window layers keep blocks for them.
-    ``gpu_memory_bytes`` None: a GPU under 70 GiB (4,096 tokens)."""
+    ``VllmConfig.max_in_flight_tokens``: 2 concurrent batches (async scheduling, on by default
+    on a GPU) x ``max_num_batched_tokens``, whose default depends on the GPU
+    (``EngineArgs.get_batch_defaults``, the OpenAI server's column): 16,384 from 160 GiB of
+    memory, 8,192 from 70 GiB unless ``device_name`` names an A100, else 2,048. Sliding-window
+    layers keep blocks for them. ``gpu_memory_bytes`` None: a GPU under 70 GiB (4,096 tokens)."""
+    if device_name is not None:
+        device_name = check.text("device_name", device_name)
     if gpu_memory_bytes is None:
         batched = 2048
     else:
         gpu = positive_int("gpu_memory_bytes", gpu_memory_bytes)
-        batched = 16384 if gpu >= 160 * GIB else 8192 if gpu >= 70 * GIB else 2048
+        a100 = device_name is not None and "a100" in device_name.lower()
+        batched = 16384 if gpu >= 160 * GIB else 8192 if gpu >= 70 * GIB and not a100 else 2048
     return 2 * batched
 
 

@@ -36,7 +36,8 @@ from . import _validate as check
 from . import kv_cache as kc
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
-           "layer_specs", "request_blocks", "cache_capacity", "window_stream", "prefix_hits",
+           "layer_specs", "request_blocks", "cache_capacity", "serve_in_flight_tokens",
+           "window_stream", "prefix_hits",
            "prompt_logprobs", "load_results"]
 
 
@@ -228,6 +229,50 @@ def _vllm_config(max_model_len, in_flight):
         is_encoder_decoder=False))
     vc.cache_config.kv_cache_layout = "LBNHC"
     return vc
+
+
+class _CudaGPU:
+    """The four facts ``EngineArgs.get_batch_defaults`` asks its platform, for a CUDA GPU (the
+    CPU build's platform would answer for the CPU)."""
+
+    def __init__(self, memory_bytes, name):
+        self.memory_bytes, self.name = memory_bytes, name
+
+    def get_device_total_memory(self):
+        return self.memory_bytes
+
+    def get_device_name(self):
+        return self.name
+
+    def is_tpu(self):
+        return False
+
+    def is_cpu(self):
+        return False
+
+
+def serve_in_flight_tokens(gpu_memory_bytes, device_name="NVIDIA H100 80GB HBM3"):
+    """The tokens ``vllm serve`` keeps in flight by default on a CUDA GPU of this memory and
+    name: vLLM's own ``EngineArgs.get_batch_defaults`` (the OpenAI server's
+    ``max_num_batched_tokens``) and its ``VllmConfig.max_in_flight_tokens`` with async
+    scheduling on, as ``vllm serve`` turns it on on a GPU (two batches). An A100 gets the small
+    default whatever its memory (vLLM measured larger batches slower there)."""
+    gpu_memory_bytes = check.positive_int("gpu_memory_bytes", gpu_memory_bytes)
+    device_name = check.text("device_name", device_name)
+    _vllm()
+    from vllm.engine import arg_utils
+    from vllm.usage.usage_lib import UsageContext
+    cpu_platform = arg_utils.current_platform
+    arg_utils.current_platform = _CudaGPU(gpu_memory_bytes, device_name)
+    try:
+        batched, _ = arg_utils.EngineArgs.get_batch_defaults(world_size=1)
+    finally:
+        arg_utils.current_platform = cpu_platform
+    vc = _vllm_config(4096, batched[UsageContext.OPENAI_API_SERVER])
+    # The CPU platform turns async scheduling off (platforms/cpu.py); on a GPU VllmConfig turns
+    # it on unless something is incompatible, as here: the property then counts two batches.
+    vc.scheduler_config.async_scheduling = True
+    return vc.max_in_flight_tokens
 
 
 def _kv_cache_config(config, max_model_len, budget_bytes, in_flight, block_size):

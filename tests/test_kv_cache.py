@@ -704,7 +704,7 @@ def test_model_shape_refuses_what_compute_refuses(cfg, says):
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of kv_cache's public functions and every config key they read, fed what a
 # careful user might pass by mistake: a ValueError naming it (tests/_bad.py).
-from _bad import DELETE, Case, arrays_with, bad_input_tests, choices, flags, ints, \
+from _bad import DELETE, Case, arrays_with, bad_input_tests, choices, flags, ints, texts, \
     names_argument  # noqa: E402
 
 _SWA = {"num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -817,8 +817,9 @@ BAD_INPUTS = [
          bad=dict(max_model_len=ints(minimum=1), sliding_window=ints(minimum=1),
                   block_size=ints(minimum=1), extra_retained_tokens=ints(minimum=0),
                   max_in_flight_tokens=ints(minimum=0))),
-    Case(kc.vllm_serve_in_flight_tokens, args=(24 * kc.GIB,),
-         bad=dict(gpu_memory_bytes=ints(minimum=1, none_ok=True))),
+    Case(kc.vllm_serve_in_flight_tokens, args=(24 * kc.GIB, "NVIDIA H100"),
+         bad=dict(gpu_memory_bytes=ints(minimum=1, none_ok=True),
+                  device_name=texts(none_ok=True))),
     Case(kc.vllm_kv_cache_groups, args=(_SWA,), bad=dict(config=_CONFIG, **_LAYERS)),
     Case(kc.vllm_capacity, args=(_SWA, 32768, 8 * kc.GIB),
          kwargs=dict(kv_type="fp8", block_size=16, max_in_flight_tokens=2048),
@@ -866,6 +867,7 @@ def test_vllm_serve_in_flight_tokens_follows_the_gpu_memory():
     assert kc.vllm_serve_in_flight_tokens(70 * G) == kc.vllm_serve_in_flight_tokens(80 * 10**9) == 16384
     assert kc.vllm_serve_in_flight_tokens(141 * G) == 16384
     assert kc.vllm_serve_in_flight_tokens(160 * G) == 32768
+    assert kc.vllm_serve_in_flight_tokens(80 * 10**9, "NVIDIA A100-SXM4-80GB") == 4096  # by name
     for bad in (0, -1, 2.5, "24GiB"):
         with pytest.raises(ValueError, match="gpu_memory_bytes"):
             kc.vllm_serve_in_flight_tokens(bad)

@@ -284,6 +284,16 @@ def test_prefix_hits_are_vllms_managers(prompts):
 
 
 @engine
+@pytest.mark.parametrize("gib,name", [(24, "NVIDIA GeForce RTX 4090"), (69.99, "NVIDIA L40S"),
+                                      (70, "NVIDIA H100"), (74.5, "NVIDIA H100 80GB HBM3"),
+                                      (74.5, "NVIDIA A100-SXM4-80GB"), (141, "NVIDIA H200"),
+                                      (160, "NVIDIA B200"), (192, "NVIDIA B200")])
+def test_serve_in_flight_tokens_are_vllms_batch_defaults(gib, name):
+    memory = int(gib * 2**30)
+    assert kc.vllm_serve_in_flight_tokens(memory, name) == V.serve_in_flight_tokens(memory, name)
+
+
+@engine
 def test_the_committed_results_are_what_vllm_says_now():
     fresh, committed = S.measure(), json.loads(S.RESULTS.read_text())
     logits, committed_logits = fresh.pop("logits"), committed.pop("logits")
