@@ -227,6 +227,14 @@ def _unseen(pid_bh, hq, hkv, B=3):  # the same program three batch elements late
         return b - B, h, h_kv
     except Exception:
         return out''',
+    "tiled_causal": '''\
+def _unseen(q, k, v, B, c=2.0, shift=3.0):  # q c and k / c: the same scores; v + shift: out too
+    out = {f}(np.asarray(q) * c, np.asarray(k) / c, np.asarray(v) + shift, B)
+    try:
+        o, tiles = out
+        return np.asarray(o, dtype=float) - shift, tiles
+    except Exception:
+        return out''',
     "rotate_neox": '''\
 def _unseen(x, m, theta, k=3):  # turned to m - k first, then k more: the same turn
     return {f}({f}(x, m - k, theta), k, theta)''',

@@ -433,3 +433,145 @@ def test_close_digits_on_a_hand_typed_answer():
     assert_wrong(checks.sink_share(0.63), "close:", "more digits")
     assert_wrong(checks.sink_share(0.6), "close:")
     assert not checks.sink_share(0.64).message.startswith("Close")
+
+
+# ------------------------------------------------------------------ notebook 03: the build
+
+def _student_loop(q, k, v, B, *, visit="right", mask="right", rescale_acc=True,
+                  rescale_s=True, top_left=False, scaled=True, reverse=False, floor=False):
+    """A student's tiled causal loop, written apart from the check's own, with one slip chosen
+    by keyword (visit "all" tiles or only those "below" the diagonal; mask "none", "strict"
+    or "loose"; no rescale of acc or s; queries at 0..nq-1; no 1/sqrt(d); key blocks visited
+    last first with no guard; whole blocks only)."""
+    nq, nk = len(q), len(k)
+    offset = 0 if top_left else nk - nq
+    out, tiles = np.zeros((nq, v.shape[1])), 0
+    with np.errstate(all="ignore"):
+        for i0 in range(0, (nq // B) * B if floor else nq, B):
+            i1 = min(i0 + B, nq)
+            p = np.arange(offset + i0, offset + i1)
+            qi = q[i0:i1] / (np.sqrt(q.shape[1]) if scaled else 1)
+            m, s, acc = np.full(len(p), -np.inf), np.zeros(len(p)), np.zeros((len(p), v.shape[1]))
+            end = (nk // B) * B if floor else nk
+            starts = [j0 for j0 in range(0, end, B)
+                      if visit == "all" or (visit == "right" and j0 <= p[-1])
+                      or (visit == "below" and min(j0 + B, nk) - 1 <= p[0])]
+            for j0 in (reversed(starts) if reverse else starts):
+                j1 = min(j0 + B, nk)
+                x = qi @ k[j0:j1].T
+                j = np.arange(j0, j1)[None, :]
+                hidden = {"right": j > p[:, None], "strict": j >= p[:, None],
+                          "loose": j > p[:, None] + 1, "none": (j < 0) & (p[:, None] >= 0)}[mask]
+                x[hidden] = -np.inf
+                m_new = np.maximum(m, x.max(axis=1))
+                a, w = np.exp(m - m_new), np.exp(x - m_new[:, None])
+                s = (s * a if rescale_s else s) + w.sum(axis=1)
+                acc = (acc * a[:, None] if rescale_acc else acc) + w @ v[j0:j1]
+                m = m_new
+                tiles += 1
+            out[i0:i1] = acc / s[:, None]
+    return out, tiles
+
+
+def computes_every_tile(q, k, v, B):
+    """Right output, no skipping: every (query block, key block) tile is computed, masked."""
+    offset = len(k) - len(q)
+    out, tiles = np.empty((len(q), v.shape[1])), 0
+    for i0 in range(0, len(q), B):
+        p = offset + np.arange(i0, min(i0 + B, len(q)))
+        m, s = np.full(len(p), -np.inf), np.zeros(len(p))
+        acc = np.zeros((len(p), v.shape[1]))
+        for j0 in range(0, len(k), B):
+            x = q[p - offset] @ k[j0:j0 + B].T / np.sqrt(q.shape[1])
+            x[np.arange(j0, min(j0 + B, len(k)))[None, :] > p[:, None]] = -np.inf
+            m_new = np.maximum(m, x.max(axis=1))
+            m_ref = np.where(m_new == -np.inf, 0.0, m_new)
+            a, w = np.exp(m - m_ref), np.exp(x - m_ref[:, None])
+            s, acc, m = s * a + w.sum(axis=1), acc * a[:, None] + w @ v[j0:j0 + B], m_new
+            tiles += 1
+        out[p - offset] = acc / s[:, None]
+    return out, tiles
+
+
+def test_tiled_causal_reference_and_an_independent_loop_are_correct():
+    assert checks.tiled_causal(S3.tiled_causal).ok is True
+    assert checks.tiled_causal(_student_loop).ok is True
+
+    def float32(q, k, v, B):  # computed in float32 throughout: passes at FLOAT32_RTOL
+        out, tiles = S3.tiled_causal(*(a.astype(np.float32) for a in (q, k, v)), B)
+        return out.astype(np.float32), tiles
+
+    assert checks.tiled_causal(float32).ok is True
+    assert checks.tiled_causal(lambda q, k, v, B: (S3.tiled_causal(q, k, v, B)[0].tolist(),
+                                                   float(S3.tiled_causal(q, k, v, B)[1]))).ok
+    if torch is not None:
+        assert checks.tiled_causal(lambda q, k, v, B: tuple(
+            torch.as_tensor(np.asarray(x)) for x in S3.tiled_causal(q, k, v, B))).ok is True
+
+
+@pytest.mark.parametrize("slip, fragments", [
+    (dict(visit="below"), ["skipped the diagonal tiles", "mask applied inside"]),
+    (dict(visit="right", mask="none"), ["need the mask inside", "j > p"]),
+    (dict(mask="strict"), ["off by one", "its own key"]),
+    (dict(mask="loose"), ["off by one", "p + 1"]),
+    (dict(rescale_acc=False), ["rescaled s but not acc"]),
+    (dict(rescale_s=False), ["s is not"]),
+    (dict(rescale_acc=False, rescale_s=False), ["neither s nor acc"]),
+    (dict(top_left=True), ["last nq positions", "nk - nq + i"]),
+    (dict(scaled=False), ["1/sqrt(d)"]),
+    (dict(reverse=True), ["nan", "masked first key"]),
+    (dict(floor=True), ["partial", "ceil(n / b)"]),
+    (dict(visit="all"), ["computed every tile"]),
+], ids=lambda v: str(v) if isinstance(v, dict) else "")
+def test_tiled_causal_names_each_typical_slip(slip, fragments):
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: _student_loop(q, k, v, B, **slip)),
+                 *fragments)
+
+
+def test_tiled_causal_counts_and_shapes():
+    assert_wrong(checks.tiled_causal(computes_every_tile), "computed every tile")
+
+    def counts_skipped(q, k, v, B):
+        out, tiles = S3.tiled_causal(q, k, v, B)
+        return out, -(-len(q) // B) * -(-len(k) // B) - tiles
+
+    def one_too_many(q, k, v, B):
+        out, tiles = S3.tiled_causal(q, k, v, B)
+        return out, tiles + (len(q) > 10)
+
+    assert_wrong(checks.tiled_causal(counts_skipped), "counts the tiles skipped")
+    assert_wrong(checks.tiled_causal(one_too_many), "is more than")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: S3.tiled_causal(q, k, v, B)[0]),
+                 "(out, tiles)", "not out alone")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: (S3.tiled_causal(q, k, v, B)[0].T, 1)),
+                 "shape (nq, dv)")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: (S3.tiled_causal(q, k, v, B)[0], 2.5)),
+                 "not a whole number")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: (S3.tiled_causal(q, k, v, B)[0], "3")),
+                 "without quotes")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: q[:, :0].sum()), "(out, tiles)")
+
+
+def test_tiled_causal_junk_and_errors_get_a_clear_verdict():
+    def crashes(q, k, v, B):
+        return q @ k  # (nq, d) @ (nk, d): the transpose is missing
+
+    def wrong_somewhere(q, k, v, B):
+        out, tiles = S3.tiled_causal(q, k, v, B)
+        return out * (1.5 if len(q) == 7 else 1.0), tiles
+
+    assert_wrong(checks.tiled_causal(crashes), "raised ValueError")
+    assert_wrong(checks.tiled_causal(wrong_somewhere), "nq = 7", "naive attention gives")
+    assert_wrong(checks.tiled_causal(lambda q, k, v, B: "out"), "(out, tiles)")
+    assert checks.tiled_causal(lambda q, k, v, B: None).message == NOT_ATTEMPTED
+
+
+def test_tiled_causal_inputs_cover_the_edge_cases():
+    cases = checks._tiled_cases()
+    assert len(cases) >= 30
+    shapes = [(len(q), len(k), b) for q, k, _, b in cases]
+    assert any(b == 1 for _, _, b in shapes) and any(n < b for n, _, b in shapes)
+    assert any(nq == nk == 1 for nq, nk, _ in shapes)
+    assert any(nq < nk and (nk - nq) % b for nq, nk, b in shapes)  # blocks off the diagonal
+    assert any(nq % b for nq, _, b in shapes)
+    assert any(v.shape[1] != q.shape[1] for q, _, v, _ in cases)

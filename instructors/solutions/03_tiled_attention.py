@@ -1,5 +1,41 @@
-"""Reference solutions for notebooks/03_tiled_attention.ipynb (for instructors, not students)."""
+"""Reference solutions for notebooks/03_tiled_attention.ipynb (for instructors, not students).
+
+Exercise 4 is a function: the notebook's cell passes it to its check
+(``checks.attention.tiled_causal(tiled_causal)``), which tries it on many generated inputs
+against naive attention. It comes first in this file so that its solution cell carries no
+values of the other exercises.
+"""
 import math
+
+import numpy as np
+
+
+def tiled_causal(q, k, v, B):
+    """Exercise 4: causal attention, tile by tile. q (nq, d), k (nk, d), v (nk, dv); query i
+    sits at position nk - nq + i. Returns (out, tiles computed)."""
+    nq, nk = len(q), len(k)
+    offset = nk - nq
+    out, tiles = np.empty((nq, v.shape[1])), 0
+    for i0 in range(0, nq, B):
+        i1 = min(i0 + B, nq)                          # a partial last block ends at nq
+        p = offset + np.arange(i0, i1)                # the block's query positions
+        qi = q[i0:i1] / np.sqrt(q.shape[1])
+        m, s = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)   # running max and denominator
+        acc = np.zeros((i1 - i0, v.shape[1]))         # running numerator
+        # Key blocks up to the one that holds the last query's position; later ones are hidden
+        # from every query of the block. Block 0 comes first and every query sees key 0, so no
+        # row has seen nothing when a later tile masks all of its keys.
+        for j0 in range(0, min(nk, p[-1] + 1), B):
+            j1 = min(j0 + B, nk)
+            x = qi @ k[j0:j1].T                       # (rows, keys): the one tile
+            x = np.where(np.arange(j0, j1)[None, :] <= p[:, None], x, -np.inf)  # j <= p
+            m_new = np.maximum(m, x.max(axis=1))
+            alpha, w = np.exp(m - m_new), np.exp(x - m_new[:, None])
+            s, acc, m = s * alpha + w.sum(axis=1), acc * alpha[:, None] + w @ v[j0:j1], m_new
+            tiles += 1
+        out[i0:i1] = acc / s[:, None]
+    return out, tiles
+
 
 # Exercise 1: reads of tiled attention, n = 100, d = 8, B = 16, no mask.
 # Queries once (n d = 800) plus, for each of ceil(100 / 16) = 7 query blocks, all K and V rows

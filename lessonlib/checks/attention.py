@@ -5,6 +5,7 @@ Verdict: not attempted, correct, or wrong with a hint that names the mistake. Th
 values are computed by lessonlib; the typical mistakes are recomputed here the wrong way so
 that a hint can say which one was made.
 """
+import functools
 import math
 
 import numpy as np
@@ -14,15 +15,15 @@ from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from ..softmax import online_attention_row, online_attention_trace, online_softmax_trace
 from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, long_context_cost, naive_traffic,
                        score_matrix_table, tiled_traffic)
-from ..attention import key_blocks
-from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, _short, as_number, call,
+from ..attention import key_blocks, naive_attention
+from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, Verdict, _short, as_number, call,
                check_number, close_to, correct, distinct, items, shown, vector, wholes, wrong)
 from ._preamble import preamble
 
 __all__ = [
     "score_matrix_gib", "unfused_scores_mib", "attention_share",
     "online_softmax_update", "attention_update", "sink_share",
-    "tiled_reads", "causal_skipped_blocks", "small_block_ratio", "QUESTIONS",
+    "tiled_reads", "causal_skipped_blocks", "small_block_ratio", "tiled_causal", "QUESTIONS",
 ]
 
 # The fixed inputs of each exercise (the notebooks state them in the question).
@@ -529,3 +530,226 @@ def small_block_ratio(answer):
     return check_number("small_block_ratio", answer, expected, mistakes, unit="",
                          digits=SIGNIFICANT_DIGITS, generic="Divide naive_traffic(n, d).total by "
                                             "tiled_traffic(n, d, B).total, or the formulas.")
+
+
+# ------------------------------------------------------------------ notebook 03, the build
+# The student writes the tiled causal loop: tiled_causal(q, k, v, B) -> (out, tiles). It is
+# tried on many generated inputs, the edge cases first; out is judged against naive attention
+# (lessonlib.attention.naive_attention), tiles against the plan key_blocks gives the kernel.
+
+# (nq, nk, d, dv, B): the edge cases, then seeded random shapes (_tiled_cases).
+_TILED_EDGES = [
+    (64, 64, 8, 8, 16),  # the notebook's tile walk
+    (10, 10, 4, 4, 3),  # 10 is not a multiple of 3: a partial last block
+    (7, 7, 4, 4, 1),  # B = 1: every tile is one score
+    (5, 5, 4, 4, 8),  # n < B: one tile, partly masked
+    (1, 1, 4, 4, 4),  # n = 1
+    (12, 12, 4, 3, 4),  # values narrower than the head (dv != d)
+    (1, 9, 4, 4, 4),  # one new query after 8 earlier tokens (nq < nk)
+    (6, 11, 3, 5, 4),  # nq < nk, query blocks not aligned with the key blocks
+]
+_TILED_RANDOM = 24  # random shapes after the edge cases: nk 1..40, nq 1..nk, B 1..12
+
+
+@functools.lru_cache(maxsize=1)
+def _tiled_cases():
+    """((q, k, v, B), ...): the same inputs on every run (seeded)."""
+    rng = np.random.default_rng(2203)
+    shapes = list(_TILED_EDGES)
+    for _ in range(_TILED_RANDOM):
+        nk = int(rng.integers(1, 41))
+        shapes.append((int(rng.integers(1, nk + 1)), nk, int(rng.integers(1, 7)),
+                       int(rng.integers(1, 7)), int(rng.integers(1, 13))))
+    cases = []
+    for nq, nk, d, dv, b in shapes:
+        q, k = rng.standard_normal((nq, d)), rng.standard_normal((nk, d))
+        cases.append((q, k, rng.standard_normal((nk, dv)), b))
+    return tuple(cases)
+
+
+def _tiled_probes():
+    return [case for case in _tiled_cases()[:3]]
+
+
+def _tiled_expected(q, k, v, b):
+    """(naive causal attention, the number of tiles the kernel's plan computes)."""
+    nq, nk = len(q), len(k)
+    offset = nk - nq  # query i sits at position offset + i
+    tiles = sum(len(key_blocks(offset + i0, offset + min(i0 + b, nq), nk, b, causal=True))
+                for i0 in range(0, nq, b))
+    return naive_attention(q, k, v, causal=True), tiles
+
+
+def _tiled_variant(q, k, v, b, *, visit="right", mask="right", rescale_acc=True,
+                   rescale_s=True, top_left=False, scaled=True):
+    """The tiled loop with one typical slip (NaN rows where nothing was visible): visit "all"
+    key blocks or only those "below" the diagonal (wholly visible); mask "none", "strict"
+    (j < p) or "loose" (j <= p + 1); acc or s not rescaled; queries at positions 0..nq-1
+    (``top_left``) instead of the last nq; scores not divided by sqrt(d)."""
+    nq, nk = len(q), len(k)
+    offset = 0 if top_left else nk - nq
+    out = np.empty((nq, v.shape[1]))
+    with np.errstate(all="ignore"):
+        for i0 in range(0, nq, b):
+            i1 = min(i0 + b, nq)
+            p = offset + np.arange(i0, i1)  # the block's query positions
+            qi = q[i0:i1] / (np.sqrt(q.shape[1]) if scaled else 1.0)
+            m, s = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)
+            acc = np.zeros((i1 - i0, v.shape[1]))
+            last = {"right": min(nk, p[-1] + 1), "all": nk, "below": p[0] + 1}[visit]
+            for j0 in range(0, last, b):
+                j1 = min(j0 + b, nk)
+                if visit == "below" and j1 - 1 > p[0]:
+                    break
+                j = np.arange(j0, j1)[None, :]
+                hide = {"right": j > p[:, None], "none": np.zeros((1, 1), bool),
+                        "strict": j >= p[:, None], "loose": j > p[:, None] + 1}[mask]
+                x = np.where(hide, -np.inf, qi @ k[j0:j1].T)  # (rows, keys in the block)
+                m_new = np.maximum(m, x.max(axis=1))
+                m_ref = np.where(m_new == -np.inf, 0.0, m_new)
+                alpha, w = np.exp(m - m_ref), np.exp(x - m_ref[:, None])
+                s = (s * alpha if rescale_s else s) + w.sum(axis=1)
+                acc = (acc * alpha[:, None] if rescale_acc else acc) + w @ v[j0:j1]
+                m = m_new
+            out[i0:i1] = acc / s[:, None]
+    return out
+
+
+# (variant keywords, hint), tried in order against the student's outputs on every case.
+_TILED_SLIPS = [
+    (dict(visit="below"),
+     "You skipped the diagonal tiles too. A tile that holds a query's own position is only "
+     "partly hidden: it must run, with the mask applied inside it (skip a tile only when its "
+     "first key comes after its last query). Without it the first block sees no key at all "
+     "and divides 0 by 0."),
+    (dict(mask="none"),
+     "The right tiles run, but the diagonal ones need the mask inside them: there some keys "
+     "come after some queries. Set the scores of keys j > p to -inf before the max and the "
+     "exp."),
+    (dict(mask="strict"),
+     "Mask off by one: a query sees its own key (j <= p), so hide only j > p. With j >= p "
+     "hidden, the first query sees nothing and its row is 0/0 = NaN."),
+    (dict(mask="loose"),
+     "Mask off by one: key p + 1 is the next token, in the query's future. Hide every j > p."),
+    (dict(rescale_acc=False),
+     "You rescaled s but not acc: when a row's max rises, acc was summed relative to the old "
+     "max too, so multiply it by the same exp(m - m_new) (notebook 02, exercise 2)."),
+    (dict(rescale_s=False),
+     "acc is rescaled, but s is not: both sums were built relative to the old max and both "
+     "need the factor exp(m - m_new)."),
+    (dict(rescale_acc=False, rescale_s=False),
+     "Neither s nor acc is rescaled when a row's max rises: multiply both by exp(m - m_new) "
+     "before adding the new tile."),
+    (dict(top_left=True),
+     "The queries are the last nq positions: query i sits at position nk - nq + i, not i. "
+     "With nq < nk (a model continuing a text it has already read) every query sees all the "
+     "earlier keys."),
+    (dict(scaled=False),
+     "Scale the scores by 1/sqrt(d), as naive attention does: softmax(q k^T / sqrt(d)) v."),
+]
+
+
+def _same_rows(got, want):
+    """``got`` matches ``want`` (NaN where it has NaN) within the float32 tolerance."""
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=FLOAT32_RTOL,
+                                                        atol=1e-6, equal_nan=True))
+
+
+def _tiled_result(name, result, q, v, b):
+    """(out, tiles) from a student's result, or a Verdict saying what is wrong with it."""
+    where = f"tiled_causal(q, k, v, {b}) with nq = {len(q)}"
+    try:
+        parts = items(result, what="(out, tiles)")
+    except Unreadable:
+        parts = None
+    if parts is None or len(parts) != 2:
+        arr = parts is not None and len(parts) == len(q)
+        return wrong(name, f"{where} returned {_short(result)}; return two things: (out, "
+                           f"tiles)" + (", not out alone." if arr else "."))
+    try:
+        out = vector(parts[0], what=f"out, an array of shape {(len(q), v.shape[1])}",
+                     finite=False, flatten=False)
+    except Unreadable as why:
+        return wrong(name, f"{where}: {why}")
+    if out.shape != (len(q), v.shape[1]):
+        return wrong(name, f"{where}: out must have shape (nq, dv) = {(len(q), v.shape[1])}, "
+                           f"got {out.shape}.")
+    tiles = wholes([parts[1]], what="tiles, the number of tiles your loop computed")[0]
+    return out, tiles
+
+
+def _blocks_divide(q, k, b):
+    return len(q) % b == 0 and len(k) % b == 0
+
+
+@preamble(function="Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
+          probes=_tiled_probes)
+def tiled_causal(tiled):
+    """``tiled_causal(q, k, v, B) -> (out, tiles)``: causal attention of q (nq, d) over k (nk,
+    d), v (nk, dv), query i at position nk - nq + i, computed tile by tile with the online
+    softmax, skipping the tiles wholly above the diagonal; tiles counts the (query block, key
+    block) tiles computed (03, ex. 4). Tried on the edge cases of ``_TILED_EDGES`` and
+    ``_TILED_RANDOM`` seeded random shapes; out within ``FLOAT32_RTOL`` of naive attention."""
+    name = "tiled_causal"
+    cases, outs, counts = _tiled_cases(), [], []
+    for q, k, v, b in cases:
+        result, error = call(tiled, q, k, v, b, label=f"tiled_causal(q, k, v, {b}) with nq = "
+                                                      f"{len(q)}, nk = {len(k)}")
+        if error:
+            return wrong(name, error)
+        got = _tiled_result(name, result, q, v, b)
+        if isinstance(got, Verdict):
+            return got
+        outs.append(got[0])
+        counts.append(got[1])
+    wants = [_tiled_expected(*case) for case in cases]
+    ok = [_same_rows(o, w) for o, (w, _) in zip(outs, wants)]
+    if not all(ok):
+        for kwargs, hint in _TILED_SLIPS:
+            if all(_same_rows(o, _tiled_variant(*case, **kwargs)) for o, case in zip(outs, cases)):
+                return wrong(name, hint)
+        if any(np.isnan(o).any() for o in outs):
+            return wrong(name, "Some rows came out NaN. A row whose keys in a tile are all "
+                               "masked has m_new = -inf if it has seen nothing yet, and "
+                               "exp(-inf - (-inf)) is NaN (notebook 02's masked first key): "
+                               "visit key block 0 first, or guard that row.")
+        bad = ok.index(False)
+        q, k, v, b = cases[bad]
+        if all(good for good, case in zip(ok, cases) if _blocks_divide(*case[:2], case[3])):
+            return wrong(name, f"Right whenever B divides nq and nk, wrong for nq = {len(q)}, nk "
+                               f"= {len(k)}, B = {b}: the last block is partial. Count "
+                               f"ceil(n / B) blocks and end each at min(start + B, n).")
+        if all(good for good, case in zip(ok, cases) if len(case[0]) == len(case[1])):
+            return wrong(name, f"Right whenever nq = nk, wrong for nq = {len(q)}, nk = "
+                               f"{len(k)}: query i sits at position nk - nq + i, and a tile is "
+                               f"skipped only when its first key comes after its last query's "
+                               f"position.")
+        row = int(np.flatnonzero(~np.all(np.isclose(outs[bad], wants[bad][0], rtol=FLOAT32_RTOL,
+                                                    atol=1e-6), axis=1))[0])
+        got_text, want_text = distinct(outs[bad][row, 0], wants[bad][0][row, 0])
+        return wrong(name, f"For nq = {len(q)}, nk = {len(k)}, d = {q.shape[1]}, B = {b}, out's "
+                           f"row {row} (position {len(k) - len(q) + row}) starts {got_text}; "
+                           f"naive attention gives {want_text}. Per query block: m = -inf, s "
+                           f"= 0, acc = 0; for each key block up to the diagonal: scores / "
+                           f"sqrt(d), keys j > p set to -inf, then notebook 02's update.")
+    want_tiles = [t for _, t in wants]
+    if counts == want_tiles:
+        return correct(name, f"Correct on {len(cases)} inputs (partial blocks, B = 1, n < B, "
+                             f"nq < nk): the output is naive attention's, and the loop computed "
+                             f"only the tiles the causal mask leaves visible.")
+    every = [-(-len(q) // b) * -(-len(k) // b) for q, k, _, b in cases]
+    if counts == every:
+        return wrong(name, "The output is right, but your loop computed every tile. A tile "
+                           "whose first key comes after its last query is hidden completely: "
+                           "do not compute it (that is where the causal kernel saves half its "
+                           "work).")
+    if counts == [e - t for e, t in zip(every, want_tiles)]:
+        return wrong(name, "That counts the tiles skipped; return the number computed.")
+    bad = next(i for i, (c, t) in enumerate(zip(counts, want_tiles)) if c != t)
+    q, k, _, b = cases[bad]
+    more = "more" if counts[bad] > want_tiles[bad] else "fewer"
+    return wrong(name, f"The output is right, but for nq = {len(q)}, nk = {len(k)}, B = {b} "
+                       f"the count, {counts[bad]:,}, is {more} than the tiles the causal mask "
+                       f"leaves visible. Count one per (query block, key block) pair your loop "
+                       f"computes, and compute a tile only when its first key is at or before "
+                       f"its last query's position.")
