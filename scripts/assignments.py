@@ -235,6 +235,17 @@ def _unseen(q, k, v, B, c=2.0, shift=3.0):  # q c and k / c: the same scores; v 
         return np.asarray(o, dtype=float) - shift, tiles
     except Exception:
         return out''',
+    "bytes_per_token": '''\
+def _unseen(config, k=3):  # the same model with k times the layers: k times the bytes
+    import copy
+    config = copy.deepcopy(config)
+    text = config if "num_hidden_layers" in config else config["text_config"]
+    text["num_hidden_layers"] *= k
+    out = {f}(config)
+    try:
+        return out / k
+    except Exception:
+        return out''',
     "rotate_neox": '''\
 def _unseen(x, m, theta, k=3):  # turned to m - k first, then k more: the same turn
     return {f}({f}(x, m - k, theta), k, theta)''',

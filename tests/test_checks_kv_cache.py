@@ -107,3 +107,101 @@ def test_cache_sizes_accept_arrays_and_tensors(check):
     if torch is not None:
         assert check(torch.tensor(ref)).ok
     assert check(complex(ref, 1)).ok is False
+
+
+# ------------------------------------------------------------------ notebook 05: the build
+
+def _text(config):
+    return config if "num_hidden_layers" in config else config["text_config"]
+
+
+def _slip(config, *, division=False, query_heads=False, half=False, one_layer=False,
+          mla="right", eager_default=False, null_as_key=False, text_config=True):
+    """A student's bytes_per_token with one slip chosen by keyword."""
+    t = _text(config) if text_config else config
+    layers = 1 if one_layer else t["num_hidden_layers"]
+    if t.get("kv_lora_rank") is not None and mla != "ignored":
+        width = {"right": t["kv_lora_rank"] + t["qk_rope_head_dim"],
+                 "doubled": 2 * (t["kv_lora_rank"] + t["qk_rope_head_dim"]),
+                 "no_rope": t["kv_lora_rank"],
+                 "per_head": (t["kv_lora_rank"] + t["qk_rope_head_dim"])
+                 * t["num_attention_heads"]}[mla]
+        return layers * width * 2
+    if eager_default:
+        kv = t.get("num_key_value_heads", t["num_attention_heads"])
+    elif null_as_key:
+        kv = t["num_key_value_heads"] if "num_key_value_heads" in t else t["num_attention_heads"]
+    else:
+        kv = t.get("num_key_value_heads") or t["num_attention_heads"]
+    if query_heads:
+        kv = t["num_attention_heads"]
+    if null_as_key and "head_dim" in t:
+        d_h = t["head_dim"]
+    elif division or t.get("head_dim") is None:
+        d_h = t["hidden_size"] // t["num_attention_heads"]
+    else:
+        d_h = t["head_dim"]
+    return (1 if half else 2) * layers * kv * d_h * 2
+
+
+def test_bytes_per_token_reference_is_correct_on_every_case():
+    assert checks.bytes_per_token(SOLUTIONS["bytes_per_token"]).ok is True
+    assert checks.bytes_per_token(_slip).ok is True
+    assert checks.bytes_per_token(lambda c: float(_slip(c))).ok is True  # 131072.0 is whole
+    assert checks.bytes_per_token(lambda c: np.int64(_slip(c))).ok is True
+    names = {what for what, _, _ in checks._bytes_cases()}
+    from lessonlib.configs import config_names
+    assert {f"{n}'s config.json" for n in config_names()} <= names
+    assert len(names) >= 40
+
+
+@pytest.mark.parametrize("slip, fragments", [
+    (dict(division=True), ["Gemma-3-27B's config.json", "head_dim key wins"]),
+    (dict(query_heads=True), ["query heads", "num_key_value_heads"]),
+    (dict(half=True), ["half the answer"]),
+    (dict(one_layer=True), ["one layer"]),
+    (dict(mla="doubled"), ["DeepSeek-V3", "no separate V"]),
+    (dict(mla="no_rope"), ["RoPE key"]),
+    (dict(mla="per_head"), ["shared by all heads"]),
+    (dict(mla="ignored"), ["DeepSeek-V3", "kv_lora_rank: it is MLA"]),
+    (dict(eager_default=True), ["tiny-gemma3-swa", "KeyError", "computes the default first"]),
+    (dict(null_as_key=True), ["null", "TypeError", "counts as absent"]),
+    (dict(text_config=False), ["multimodal", "KeyError", "config['text_config']"]),
+], ids=lambda v: str(v) if isinstance(v, dict) else "")
+def test_bytes_per_token_names_each_typical_slip(slip, fragments):
+    verdict = checks.bytes_per_token(lambda config: _slip(config, **slip))
+    assert verdict.ok is False, verdict
+    for f in fragments:
+        assert f.lower() in verdict.message.lower(), (f, verdict.message)
+
+
+def test_bytes_per_token_standalone_slip_and_junk():
+    def ignores_head_dim(config):  # d_h from the division, always
+        if "num_hidden_layers" not in config:
+            config = config["text_config"]
+        if config.get("kv_lora_rank") is not None:
+            return config["num_hidden_layers"] * (config["kv_lora_rank"]
+                                                  + config["qk_rope_head_dim"]) * 2
+        heads = config["num_attention_heads"]
+        kv = config.get("num_key_value_heads") or heads
+        return 2 * config["num_hidden_layers"] * kv * (config["hidden_size"] // heads) * 2
+
+    verdict = checks.bytes_per_token(ignores_head_dim)
+    assert verdict.ok is False and "head_dim key wins" in verdict.message, verdict
+    for junk, hint in [(lambda c: "131072", "without quotes"), (lambda c: 0.5, "whole number"),
+                       (lambda c: [1, 2], "one number"), (lambda c: 1 / 0, "ZeroDivisionError"),
+                       (lambda c: 12345, "got 12,345 bytes")]:
+        verdict = checks.bytes_per_token(junk)
+        assert verdict.ok is False and hint in verdict.message, verdict
+    assert checks.bytes_per_token(lambda c: None).ok is None
+    assert checks.bytes_per_token(3).message.startswith("Give a function bytes_per_token")
+
+
+def test_bytes_per_token_does_not_let_a_student_change_the_configs():
+    def scribbles(config):
+        out = _slip(config)
+        config.clear()
+        return out
+
+    assert checks.bytes_per_token(scribbles).ok is True
+    assert checks.bytes_per_token(SOLUTIONS["bytes_per_token"]).ok is True

@@ -18,3 +18,19 @@ mla_cache_gib = (512 + 64) * 61 * 2 * 163840 / GIB  # 10.72 GiB
 
 # Exercise 3: Llama 3 8B, 32 query heads and 8 KV heads: groups of 32 / 8 = 4 neighbours.
 kv_head_map = [h // (32 // 8) for h in range(32)]  # [0, 0, 0, 0, 1, 1, 1, 1, ..., 7]
+
+
+# Exercise 4: bytes per token for any config.json, F16 / BF16 (2 bytes a number).
+def bytes_per_token(config):
+    if "num_hidden_layers" not in config and "text_config" in config:
+        config = config["text_config"]  # multimodal: the language model's keys
+    layers = config["num_hidden_layers"]
+    if config.get("kv_lora_rank") is not None:  # MLA: one latent + the shared RoPE key, no V
+        return layers * (config["kv_lora_rank"] + config["qk_rope_head_dim"]) * 2
+    kv_heads = config.get("num_key_value_heads")
+    if kv_heads is None:  # absent or null: MHA, one KV head per query head
+        kv_heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim")
+    if head_dim is None:  # the key wins; only without it is d_h the division
+        head_dim = config["hidden_size"] // config["num_attention_heads"]
+    return 2 * layers * kv_heads * head_dim * 2  # K and V, every layer, 2 bytes a number

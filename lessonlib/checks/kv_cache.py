@@ -5,14 +5,17 @@ Verdict: not attempted, correct, or wrong with a hint that names the mistake. Th
 values are computed by lessonlib; the typical mistakes are recomputed here the wrong way so
 that a hint can say which one was made.
 """
+import functools
+
 import numpy as np
 
-from ..configs import load_config
+from ..configs import config_names, load_config
 from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, model_shape
-from . import check_number, correct, vector, wholes, wrong
+from . import (Unreadable, _clip, _run, check_number, correct, vector, whole, wholes,
+               wrong)
 from ._preamble import preamble
 
-__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "QUESTIONS"]
+__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "bytes_per_token", "QUESTIONS"]
 
 # The fixed inputs of each exercise (the notebook states them in the question).
 QUESTIONS = {
@@ -115,3 +118,183 @@ def kv_head_map(answer):
         return wrong(name, f"KV heads are numbered 0..{hkv - 1}.")
     return wrong(name, f"Query head h reads KV head h // (hq / hkv) = h // {hq // hkv}; check "
                        f"head {int(np.flatnonzero(got != expected)[0])}.")
+
+
+# ------------------------------------------------------------------ notebook 05, the build
+# The student writes bytes_per_token(config) for any config.json dict; it is tried on every
+# config the course ships and on variants of them, each named by what it tests, against
+# lessonlib.kv_cache.kv_bytes_per_token (2 bytes a number: F16 / BF16).
+
+_VISION = {"hidden_size": 1152, "num_hidden_layers": 27, "num_attention_heads": 16,
+           "head_dim": 72}  # a vision encoder's keys: beside text_config, not part of the cache
+
+
+def _text(config):
+    """The language model's keys of a config (the rule kv_cache reads: text_config when the
+    top level has no num_hidden_layers)."""
+    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
+        return config["text_config"]
+    return config
+
+
+def _derivable(t):
+    h, hidden = t.get("num_attention_heads"), t.get("hidden_size")
+    return bool(h) and bool(hidden) and hidden % h == 0
+
+
+@functools.lru_cache(maxsize=1)
+def _bytes_cases():
+    """((what it tests, config), ...): every shipped config, then variants of them."""
+    cases = [(f"{name}'s config.json", load_config(name)) for name in config_names()]
+    for name in config_names():
+        cfg = load_config(name)
+        t = _text(cfg)
+        if t.get("kv_lora_rank") is not None:
+            continue  # MLA: its own variants below
+        if t.get("head_dim") is not None and _derivable(t):
+            cases.append((f"{name} without its head_dim key (then d_h = hidden_size / "
+                          f"num_attention_heads)", {k: v for k, v in t.items() if k != "head_dim"}))
+        if _derivable(t):
+            d_h = 256 if t["hidden_size"] // t["num_attention_heads"] != 256 else 192
+            cases.append((f"{name} with head_dim = {d_h} (the key wins over hidden_size / "
+                          f"num_attention_heads)", dict(t, head_dim=d_h)))
+            cases.append((f"{name} with \"head_dim\": null (null is no key)",
+                          {**{k: v for k, v in t.items() if k != "head_dim"}, "head_dim": None}))
+        if t.get("num_attention_heads"):
+            cases.append((f"{name} without num_key_value_heads (absent means MHA: one KV head "
+                          f"per query head)",
+                          {k: v for k, v in t.items() if k != "num_key_value_heads"}))
+    qwen = load_config("Qwen2.5-7B-Instruct")
+    cases.append(("Qwen2.5-7B with \"num_key_value_heads\": null (null is no key: MHA)",
+                  dict(qwen, num_key_value_heads=None)))
+    for name in ("Llama-3.1-8B", "gpt-oss-20b", "Qwen2.5-7B-Instruct"):
+        cases.append((f"a multimodal model whose language model is {name} (its keys under "
+                      f"text_config, a vision encoder's under vision_config)",
+                      {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava",
+                       "text_config": load_config(name), "vision_config": dict(_VISION)}))
+    ds = load_config("DeepSeek-V3")
+    cases.append(("an MLA model shaped like DeepSeek-V2-Lite (27 layers, kv_lora_rank 512, "
+                  "qk_rope_head_dim 64, 16 heads)",
+                  dict(ds, num_hidden_layers=27, num_attention_heads=16, num_key_value_heads=16,
+                       hidden_size=2048)))
+    cases.append(("an MLA model with kv_lora_rank 256 and qk_rope_head_dim 32, 40 layers",
+                  dict(ds, num_hidden_layers=40, kv_lora_rank=256, qk_rope_head_dim=32)))
+    cases.append(("DeepSeek-V3 inside a multimodal config (text_config)",
+                  {"model_type": "mm", "text_config": load_config("DeepSeek-V3"),
+                   "vision_config": dict(_VISION)}))
+    return tuple((what, cfg, kv_bytes_per_token(cfg)) for what, cfg in cases)
+
+
+def _bytes_probes():
+    return [(cfg,) for _, cfg, _ in _bytes_cases()[:3]]
+
+
+def _slips(config):
+    """{slip: the bytes a function with that one slip gives for ``config``} (slips that do not
+    apply, or that fail on this config, are left out)."""
+    t = _text(config)
+    g = lambda key: t.get(key)  # noqa: E731
+    out = {}
+    layers = g("num_hidden_layers")
+    if g("kv_lora_rank") is not None:
+        rank, rope, heads = g("kv_lora_rank"), g("qk_rope_head_dim"), g("num_attention_heads")
+        out["mla_doubled"] = 2 * layers * (rank + rope) * 2
+        out["mla_no_rope"] = layers * rank * 2
+        out["mla_per_head"] = layers * (rank + rope) * heads * 2
+        out["one_layer"] = (rank + rope) * 2
+        out["numbers"] = layers * (rank + rope)
+        return out
+    heads = g("num_attention_heads") or g("num_key_value_heads")
+    kv = g("num_key_value_heads") or heads
+    d_h = g("head_dim") or (g("hidden_size") // heads if _derivable(t) else None)
+    if d_h is None:
+        return out
+    right = 2 * layers * kv * d_h * 2
+    out["half"] = right // 2
+    out["quarter"] = right // 4
+    out["one_layer"] = right // layers
+    out["query_heads"] = 2 * layers * heads * d_h * 2
+    if _derivable(t):
+        out["division"] = 2 * layers * kv * (g("hidden_size") // g("num_attention_heads")) * 2
+    return out
+
+
+_SLIP_HINTS = {
+    "half": "Half the answer: count a key AND a value per KV head (the factor 2), and 2 bytes "
+            "per F16 number; one of the two factors of 2 is missing.",
+    "quarter": "Both factors of 2 are missing: K and V, and 2 bytes per F16 number.",
+    "one_layer": "That is one layer's bytes; the cache holds every layer "
+                 "(num_hidden_layers).",
+    "query_heads": "You used the query heads (num_attention_heads). Only the KV heads are "
+                   "cached: num_key_value_heads.",
+    "division": "The head_dim key wins: where the config gives it, d_h is head_dim, whatever "
+                "hidden_size / num_attention_heads comes to.",
+    "mla_doubled": "MLA has no separate V: the one latent (plus the RoPE key) stands in for both "
+                   "keys and values, so do not double it.",
+    "mla_no_rope": "Add the decoupled RoPE key: an MLA layer caches kv_lora_rank + "
+                   "qk_rope_head_dim numbers per token, not the latent alone.",
+    "mla_per_head": "The MLA latent is shared by all heads: one entry per token per layer, not "
+                    "one per head.",
+    "numbers": "That counts numbers, not bytes: an F16 / BF16 number takes 2 bytes.",
+}
+
+
+def _error_hint(what, config, error):
+    """A hint for a function that raised on one case: what the case tests, and the usual
+    cause of that error there."""
+    t = _text(config)
+    text = f"On {what}, bytes_per_token raised {type(error).__name__}: {_clip(error, 120)}."
+    key = error.args[0] if isinstance(error, KeyError) and error.args else None
+    if "text_config" in config and key is not None and key not in config:
+        return text + (" A multimodal config keeps its language model's keys in "
+                       "config['text_config']: read them there when the top level has no "
+                       "num_hidden_layers.")
+    if key == "num_key_value_heads":
+        return text + (" An absent num_key_value_heads means MHA: one KV head per query head "
+                       "(num_attention_heads), as HuggingFace reads it.")
+    if key == "num_attention_heads" and t.get("num_key_value_heads") is not None:
+        return text + (" This config gives head_dim and num_key_value_heads and no "
+                       "num_attention_heads: read num_attention_heads only when one of them is "
+                       "missing (config.get(key, default) computes the default first).")
+    if key == "head_dim":
+        return text + " Without a head_dim key, d_h = hidden_size / num_attention_heads."
+    if isinstance(error, TypeError) and "None" in str(error):
+        return text + (" In config.json a key may be null (None in Python): a null head_dim "
+                       "or num_key_value_heads counts as absent.")
+    return text
+
+
+@preamble(function="Give a function bytes_per_token(config) that returns a number of bytes.",
+          probes=_bytes_probes)
+def bytes_per_token(fn):
+    """``bytes_per_token(config) -> int``: the KV-cache bytes one token costs over all layers
+    at 2 bytes a number, for any config.json dict (05, ex. 4): the head_dim key over
+    hidden_size / num_attention_heads, num_key_value_heads absent or null meaning MHA, MLA
+    (kv_lora_rank + qk_rope_head_dim, one latent per layer), a multimodal text_config. Tried on
+    every shipped config and variants of them, against ``kv_bytes_per_token``."""
+    name = "bytes_per_token"
+    cases = _bytes_cases()
+    for what, config, expected in cases:
+        result, error = _run(fn, (config,))  # on a deep copy, quietly
+        if error is not None:
+            return wrong(name, _error_hint(what, config, error))
+        try:
+            got = whole(result, what="the bytes of one token, a whole number")
+        except Unreadable as why:
+            return wrong(name, f"On {what}: {why}")
+        if got == expected:
+            continue
+        for slip, value in _slips(config).items():
+            if got == value:
+                return wrong(name, f"On {what}: {_SLIP_HINTS[slip]}")
+        if _text(config).get("kv_lora_rank") is not None:
+            return wrong(name, f"On {what}, got {got:,} bytes. The config has kv_lora_rank: it "
+                               f"is MLA, which caches per layer one latent of kv_lora_rank "
+                               f"numbers plus the shared RoPE key (qk_rope_head_dim), no "
+                               f"separate V and nothing per head.")
+        return wrong(name, f"On {what}, got {got:,} bytes. 2 (K and V) x num_hidden_layers x "
+                           f"KV heads x d_h x 2 bytes, with each key read as this case says.")
+    return correct(name, f"Correct on {len(cases)} configs: every one the course ships and "
+                         f"variants of them (head_dim given, absent or null; no "
+                         f"num_key_value_heads; MLA; a text_config).")
+
