@@ -38,6 +38,9 @@ BY_HAND = {
         "the worked size of one hidden state, beside the engine's bytes per token above the bound",
     ("05_kv_cache.ipynb", 'd_h = llama["hidden_size"] // llama["num_attention_heads"]'):
         "the worked d_h of 2 L h_kv d_h 2, asserted against kv_bytes_per_token in its cell",
+    ("05_kv_cache.ipynb", 'divided = text["hidden_size"] // text["num_attention_heads"]  '
+                          '# what the division says'):
+        "the d_h a head_dim key overrides, printed beside the key and model_shape's d_h",
     ("05_kv_cache.ipynb", 'd_k, d_v = ds["qk_nope_head_dim"] + rope, ds["v_head_dim"]'):
         "MLA as MHA by hand, asserted against kv_bytes_per_token in the next line",
     ("05_kv_cache.ipynb", 'assert kv_cache.kv_bytes_per_token(as_mha) == L_ds * '
