@@ -155,7 +155,8 @@ def _bytes_cases():
             cases.append((f"{name} without its head_dim key (then d_h = hidden_size / "
                           f"num_attention_heads)", {k: v for k, v in t.items() if k != "head_dim"}))
         if _derivable(t):
-            d_h = 256 if t["hidden_size"] // t["num_attention_heads"] != 256 else 192
+            divided = model_shape({k: v for k, v in t.items() if k != "head_dim"}).head_dim
+            d_h = 256 if divided != 256 else 192  # a head_dim the division does not give
             cases.append((f"{name} with head_dim = {d_h} (the key wins over hidden_size / "
                           f"num_attention_heads)", dict(t, head_dim=d_h)))
             cases.append((f"{name} with \"head_dim\": null (null is no key)",
