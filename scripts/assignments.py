@@ -246,6 +246,14 @@ def _unseen(config, k=3):  # the same model with k times the layers: k times the
         return out / k
     except Exception:
         return out''',
+    "streaming_cache": '''\
+def _unseen(n_sink, n_recent, n, k=3):  # k more sinks and k more tokens: k more in front
+    out = {f}(n_sink + k, n_recent, n + k)
+    try:
+        held, rope = (list(x) for x in out)
+        return [p - k for p in held[k:]], [i - k for i in rope[k:]]
+    except Exception:
+        return out''',
     "rotate_neox": '''\
 def _unseen(x, m, theta, k=3):  # turned to m - k first, then k more: the same turn
     return {f}({f}(x, m - k, theta), k, theta)''',

@@ -604,6 +604,8 @@ GATE_HINTS = {
     "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
     "tiled_causal": "Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
     "bytes_per_token": "Give a function bytes_per_token(config) that returns a number of bytes.",
+    "streaming_cache": "Give a function streaming(n_sink, n_recent, n) returning (positions, "
+                       "rope_positions).",
     "rotate_neox": "Give a function rotate(x, m, theta), got int.",
     "needle_found": "Give a function found(length, depth) that returns True or False.",
     "pi_config": "give a dict such as {'rope_type': ..., 'factor': ...}, got int",

@@ -8,7 +8,7 @@ from lessonlib.checks import windows as checks
 
 SOLUTIONS = vars(solutions("06_sliding_windows_and_sinks"))
 MIB = 2 ** 20
-NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions"]
+NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_cache"]
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -56,24 +56,6 @@ def test_sliding_layers_mib_hints(answer, hint):
     assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
-@pytest.mark.parametrize("answer, hint", [
-    (list(range(19, 31)), "sinks"),
-    (list(range(12)), "RoPE positions"),
-    ([0, 1, 2, 3] + list(range(22, 30)), "newest token"),
-    ([0, 1, 2, 3] + list(range(22, 31)), "exactly 8 recent"),
-    (list(range(31)), "Nothing was evicted"),
-    ([5, 6], "Keep positions 0..3"),
-    (30, "list of original positions"),
-])
-def test_streaming_positions_hints(answer, hint):
-    verdict = checks.streaming_positions(answer)
-    assert verdict.ok is False and hint in verdict.message, verdict.message
-
-
-def test_streaming_positions_accepts_any_order():
-    assert checks.streaming_positions(list(range(30, 22, -1)) + [3, 2, 1, 0]).ok is True
-
-
 # ------------------------------------------------------------------ answers in every form
 
 
@@ -89,12 +71,71 @@ def test_counts_accept_whole_floats_and_refuse_fractions():
     assert checks.receptive_field_tokens(131040 + 1j).ok is False
 
 
-def test_streaming_positions_forms():
-    right = [0, 1, 2, 3] + list(range(23, 31))
-    assert checks.streaming_positions(set(right)).ok is True
-    assert checks.streaming_positions(np.array(right, dtype=float)).ok is True
-    assert checks.streaming_positions(p for p in right).ok is True
-    verdict = checks.streaming_positions(right[:-1] + [29.5])
-    assert verdict.ok is False and "not a whole number" in verdict.message
-    verdict = checks.streaming_positions([str(p) for p in right])
-    assert verdict.ok is False and "without quotes" in verdict.message
+# ------------------------------------------------------------------ the build: StreamingLLM
+
+def _cache(n_sink, n_recent, n, *, recent=None, sinks=True, rope="slots", clamp=True,
+           evict=True):
+    """A student's streaming(n_sink, n_recent, n), with one slip chosen by keyword."""
+    recent = n_recent if recent is None else recent
+    if not evict:
+        held = list(range(n))
+    elif not sinks:
+        held = list(range(max(0, n - n_sink - n_recent), n))
+    elif clamp:
+        held = list(range(min(n_sink, n))) + list(range(max(n_sink, n - recent), n))
+    else:
+        held = list(range(n_sink)) + list(range(n - recent, n))
+    return held, {"slots": list(range(len(held))), "original": held,
+                  "from_one": list(range(1, len(held) + 1))}[rope]
+
+
+def test_streaming_cache_reference_and_forms_are_correct():
+    ref = SOLUTIONS["streaming_cache"]
+    assert checks.streaming_cache(ref).ok is True
+    assert checks.streaming_cache(_cache).ok is True
+    assert checks.streaming_cache(lambda s, r, n: tuple(np.array(x, dtype=float)
+                                                        for x in ref(s, r, n))).ok is True
+    assert checks.streaming_cache(lambda s, r, n: [iter(x) for x in ref(s, r, n)]).ok is True
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (dict(sinks=False), "plain window"),
+    (dict(rope="original"), "slot indices 0 .. size - 1"),
+    (dict(rope="from_one"), "count from 0"),
+    (dict(evict=False), "Nothing was evicted"),
+    (dict(recent="plus"), "too many"),
+    (dict(recent="minus"), "too few"),
+    (dict(clamp=False), "nothing is evicted, and the cache holds tokens 0 .. n - 1"),
+], ids=lambda v: str(v) if isinstance(v, dict) else "")
+def test_streaming_cache_names_each_typical_slip(slip, hint):
+    if slip.get("recent") in ("plus", "minus"):
+        step = 1 if slip["recent"] == "plus" else -1
+        fn = lambda s, r, n: _cache(s, r, n, recent=r + step)  # noqa: E731
+    else:
+        fn = lambda s, r, n: _cache(s, r, n, **slip)  # noqa: E731
+    verdict = checks.streaming_cache(fn)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_streaming_cache_junk_and_other_errors():
+    def window_for_all(n_sink, n_recent, n):  # no sinks ever: a plain window of n_sink + n_recent
+        held = list(range(max(0, n - n_sink - n_recent), n))
+        return held, list(range(len(held)))
+
+    verdict = checks.streaming_cache(window_for_all)
+    assert verdict.ok is False and "plain window" in verdict.message
+    for junk, hint in [(lambda s, r, n: list(range(n)), "two lists"),
+                       (lambda s, r, n: (["0"], [0]), "without quotes"),
+                       (lambda s, r, n: ([0.5], [0]), "not a whole number"),
+                       (lambda s, r, n: 1 / 0, "ZeroDivisionError"),
+                       (lambda s, r, n: ([1, 2], [0, 1]), "returned positions")]:
+        verdict = checks.streaming_cache(junk)
+        assert verdict.ok is False and hint in verdict.message, (hint, verdict.message)
+    assert checks.streaming_cache(lambda s, r, n: None).ok is None
+
+
+def test_streaming_cache_cases_cover_the_edges():
+    shapes = [c[:3] for c in checks._stream_cases()]
+    assert any(n == 0 for _, _, n in shapes) and any(0 < n < s for s, _, n in shapes)
+    assert any(s == 0 for s, _, _ in shapes) and any(n == s + r for s, r, n in shapes)
+    assert any(n == s + r + 1 for s, r, n in shapes) and len(shapes) >= 25

@@ -7,17 +7,20 @@ come from lessonlib (kv_cache, streaming); the typical mistakes are recomputed t
 from ..configs import load_config
 from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
 from ..streaming import StreamingCache, receptive_field
-from . import check_number, correct, items, wholes, wrong
+import functools
+
+import numpy as np
+
+from . import Unreadable, _clip, _short, _run, check_number, correct, items, wholes, wrong
 from ._preamble import preamble
 
-__all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_positions",
+__all__ = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_cache",
            "QUESTIONS"]
 
 QUESTIONS = {
     "receptive_field_tokens": dict(config="Mistral-7B"),
     "swa_cells": dict(config="tiny-gemma3-swa", n_ctx=32768, n_seq=2, n_ubatch=800),
     "sliding_layers_mib": dict(config="gpt-oss-20b", max_model_len=131072, block_size=16),
-    "streaming_positions": dict(n_sink=4, n_recent=8, last_token=30),
 }
 
 
@@ -107,42 +110,122 @@ def sliding_layers_mib(answer):
                                            "slots x bytes per slot, divided by 2**20.")
 
 
-@preamble
-def streaming_positions(answer):
-    """The original positions a StreamingLLM cache (4 sinks + 8 recent) holds after token 30."""
-    name = "streaming_positions"
-    q = QUESTIONS[name]
-    n_sink, n_recent, last = q["n_sink"], q["n_recent"], q["last_token"]
-    cache = StreamingCache(n_sink, n_recent)
-    for _ in range(last + 1):
-        cache.append()
-    expected = cache.positions.tolist()
-    what = "the list of original positions in the cache, e.g. [0, 1, ...]"
-    listed = items(answer, what=what)
-    got = wholes(listed, what=what)
-    if isinstance(answer, (set, frozenset)):  # a set has no order: read it in cache order
-        got = sorted(got)
-    if got == expected:
-        return correct(name, f"Correct: the {n_sink} sinks stay, and the {n_recent} newest "
-                             f"tokens {last - n_recent + 1}..{last} follow them.")
-    if sorted(got) == expected:
-        return correct(name, "Correct set of positions (the cache keeps them in order: sinks "
-                             "first).")
-    size = n_sink + n_recent
-    if got == list(range(last - size + 1, last + 1)):
-        return wrong(name, f"That is a plain window of the last {size}: the first {n_sink} "
-                           f"tokens are sinks and are never evicted.")
-    if got == list(range(size)):
-        return wrong(name, f"Those are the RoPE positions StreamingLLM uses (slots 0..{size - 1}); "
-                           f"the question asks for the original positions of the kept tokens.")
-    if got == list(range(last + 1)):
-        return wrong(name, f"Nothing was evicted: the cache holds at most {size} entries.")
-    recent = got[n_sink:]
-    if got[:n_sink] == list(range(n_sink)) and recent and recent[-1] != last:
-        return wrong(name, f"Token {last} was just appended: the newest token is always in the "
-                           f"cache.")
-    if got[:n_sink] == list(range(n_sink)) and len(recent) != n_recent:
-        return wrong(name, f"Keep exactly {n_recent} recent tokens after the {n_sink} sinks "
-                           f"({size} entries); you kept {len(recent)}.")
-    return wrong(name, f"Keep positions 0..{n_sink - 1} (the sinks) and the {n_recent} most "
-                       f"recent tokens, ending at {last}.")
+# ------------------------------------------------------------------ the build: StreamingLLM
+# (n_sink, n_recent, n tokens arrived): the edge cases, then seeded random ones.
+_STREAM_EDGES = [
+    (4, 8, 31),  # the worked size: full, 19 tokens evicted
+    (4, 8, 0),  # nothing arrived yet
+    (4, 8, 3),  # fewer tokens than sinks
+    (4, 8, 12),  # exactly full
+    (4, 8, 13),  # the first eviction
+    (0, 5, 9),  # no sinks: a plain window
+    (1, 1, 10),  # one sink, one recent
+    (3, 1, 2),
+    (2, 3, 1000),
+]
+_STREAM_RANDOM = 20
+
+
+@functools.lru_cache(maxsize=1)
+def _stream_cases():
+    """((n_sink, n_recent, n, positions, rope_positions), ...) from ``StreamingCache``."""
+    rng = np.random.default_rng(606)
+    shapes = list(_STREAM_EDGES) + [
+        (int(rng.integers(0, 7)), int(rng.integers(1, 11)), int(rng.integers(0, 61)))
+        for _ in range(_STREAM_RANDOM)]
+    cases = []
+    for s, r, n in shapes:
+        cache = StreamingCache(s, r)
+        for _ in range(n):
+            cache.append()
+        cases.append((s, r, n, cache.positions.tolist(), cache.rope_positions.tolist()))
+    return tuple(cases)
+
+
+def _stream_probes():
+    return [case[:3] for case in _stream_cases()[:3]]
+
+
+def _stream_slips(s, r, n):
+    """{slip: (positions, rope_positions)} a function with that one slip returns."""
+    def kept(recent):
+        held = list(range(min(s, n))) + list(range(max(s, n - recent), n))
+        return held, list(range(len(held)))
+    window = list(range(max(0, n - s - r), n))
+    right = kept(r)
+    return {
+        "window": (window, list(range(len(window)))),
+        "rope_original": (right[0], right[0]),
+        "rope_from_one": (right[0], [i + 1 for i in right[1]]),
+        "no_evict": (list(range(n)), list(range(n))),
+        "recent_plus_one": kept(r + 1),
+        "recent_minus_one": kept(r - 1),
+    }
+
+
+_STREAM_HINTS = {
+    "window": "That is a plain window of the last n_sink + n_recent tokens: the first n_sink "
+              "tokens are sinks and are never evicted.",
+    "rope_original": "The positions held are right, but StreamingLLM gives RoPE the slot "
+                     "indices 0 .. size - 1, not the original positions: the model never sees "
+                     "a position beyond its cache.",
+    "rope_from_one": "Slots count from 0: the RoPE positions are 0 .. size - 1.",
+    "no_evict": "Nothing was evicted: the cache holds at most n_sink + n_recent tokens, and "
+                "evicts the oldest one after the sinks when it overflows.",
+    "recent_plus_one": "One recent token too many: keep exactly n_recent after the sinks (the "
+                       "newest token included).",
+    "recent_minus_one": "One recent token too few: keep exactly n_recent after the sinks, the "
+                        "newest token included.",
+}
+
+
+def _stream_result(result):
+    """(positions, rope_positions) as lists of ints, else Unreadable."""
+    what = "(positions, rope_positions): two lists of whole numbers"
+    parts = items(result, what=what)
+    if len(parts) != 2 or not all(hasattr(p, "__len__") or hasattr(p, "__iter__")
+                                  for p in parts):
+        raise Unreadable(f"Give {what}, got {_short(result)}.")
+    return tuple(wholes(p, what=what) for p in parts)
+
+
+@preamble(function="Give a function streaming(n_sink, n_recent, n) returning (positions, "
+                   "rope_positions).", probes=_stream_probes)
+def streaming_cache(fn):
+    """``streaming(n_sink, n_recent, n) -> (positions, rope_positions)``: what a StreamingLLM
+    cache holds after tokens 0..n-1 arrived (06, ex. 4): the original positions in cache order
+    (the sinks, then the newest n_recent), and the RoPE positions StreamingLLM gives them (the
+    slots 0 .. size - 1). Tried on ``_STREAM_EDGES`` and ``_STREAM_RANDOM`` seeded cases
+    against ``lessonlib.streaming.StreamingCache``."""
+    name = "streaming_cache"
+    cases, got = _stream_cases(), []
+    for s, r, n, _, _ in cases:
+        result, error = _run(fn, (s, r, n))
+        where = f"streaming({s}, {r}, {n})"
+        if error is not None:
+            return wrong(name, f"{where} raised {type(error).__name__}: {_clip(error)}")
+        try:
+            got.append(_stream_result(result))
+        except Unreadable as why:
+            return wrong(name, f"{where}: {why}")
+    ok = [g == (p, q) for g, (_, _, _, p, q) in zip(got, cases)]
+    if all(ok):
+        return correct(name, f"Correct on {len(cases)} cases (no token yet, fewer tokens than "
+                             f"sinks, exactly full, no sinks): the sinks stay, the newest "
+                             f"n_recent follow, and RoPE counts the slots.")
+    for slip, hint in _STREAM_HINTS.items():
+        if all(g == _stream_slips(s, r, n)[slip] for g, (s, r, n, _, _) in zip(got, cases)):
+            return wrong(name, hint)
+    if all(good for good, (s, r, n, _, _) in zip(ok, cases) if n >= s + r):
+        return wrong(name, "Right once the cache is full, wrong before: until n_sink + "
+                           "n_recent tokens have arrived nothing is evicted, and the cache "
+                           "holds tokens 0 .. n - 1, each once.")
+    if all(good for good, (s, r, n, _, _) in zip(ok, cases) if s > 0):
+        return wrong(name, "Right with sinks, wrong with n_sink = 0: then the cache is a plain "
+                           "window of the newest n_recent tokens.")
+    bad = ok.index(False)
+    s, r, n, _, _ = cases[bad]
+    held, rope = got[bad]
+    return wrong(name, f"streaming({s}, {r}, {n}) returned positions {_short(held, 80)} and "
+                       f"RoPE positions {_short(rope, 80)}. Keep 0 .. n_sink - 1 and the "
+                       f"n_recent newest tokens (none twice), in order; RoPE counts the slots.")
