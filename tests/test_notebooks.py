@@ -46,6 +46,19 @@ def test_no_errors_or_warnings_stored(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_each_notebook_opens_with_what_it_assumes_and_what_it_teaches(path):
+    """The first cell says which earlier notebooks it builds on and what the student can do
+    after it (STYLE.md: "how a notebook teaches", 1); every notebook after 01 names one."""
+    first = " ".join(source(load(path)["cells"][0]).split())
+    assert "**Assumes**" in first and "**After it**" in first
+    number = int(os.path.basename(path)[:2])
+    if number > 1:
+        assumes = first.split("**Assumes**", 1)[1].split("**After it**", 1)[0]
+        named = [int(n) for n in re.findall(r"\b(0\d|10)\b", assumes)]
+        assert named and all(n < number for n in named), assumes
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_shape_of_a_lesson(path):
     nb = load(path)
     assert 12 <= len(nb["cells"]) <= 25, f"{len(nb['cells'])} cells"
