@@ -182,13 +182,18 @@ def test_display_puts_a_picture_before_the_live_widget():
     assert set(shown[0]) == {"image/png", "text/plain"}
     assert base64.b64decode(shown[0]["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
     assert "run the notebook" in shown[0]["text/plain"]
-    assert "application/vnd.jupyter.widget-view+json" in shown[1]
-    assert shown[1]["text/plain"] == _base.LIVE_TEXT  # not the VBox's repr
+    assert set(shown[1]) == {"text/plain"}  # the readout as text, under the picture
+    assert shown[1]["text/plain"].split("\n", 1) == [
+        f"[readout at {w._settings_text(w.values)}]", w.readout]
+    assert "application/vnd.jupyter.widget-view+json" in shown[2]
+    assert shown[2]["text/plain"] == _base.LIVE_TEXT  # not the VBox's repr
     box = w.ui
     assert _base.EXPLORER_CLASS in box._dom_classes
     helper = box.children[-1]
     assert isinstance(helper, _base.PageHelper)
     assert f".{_base.EXPLORER_CLASS}" in helper._css and "display: none" in helper._css
+    # both static outputs (picture and readout) are hidden while the widget runs
+    assert f"+ .jp-OutputArea-child + .jp-OutputArea-child .{_base.EXPLORER_CLASS}" in helper._css
     assert 'data-smallest-text-px="' in helper.info
     assert helper.canvas == ""  # headless: no ipympl canvas whose frames it could speed up
     assert f"}}, {_base.DATA_URL_DELAY_MS});" in helper._esm and "DATA_URL_DELAY_MS" not in \
@@ -425,3 +430,60 @@ def test_the_page_helper_names_the_ipympl_canvas_it_speeds_up():
     fig.add_subplot().plot([0, 1])
     w = _base.Explorer({}, fig, lambda: "")
     assert w.ui.children[-1].canvas == canvas.model_id != ""
+
+
+def _counting_explorer():
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    line, = ax.plot([0, 1], [0, 0])
+    ax.set_ylim(0, 8192)
+    calls = []
+
+    def redraw(m, on):
+        calls.append(m)
+        line.set_ydata([0, m])
+        return f"m is {m:,}, {'on' if on else 'off'}"
+    controls = {"m": ipywidgets_slider(4095), "on": widgets.Checkbox(value=False, description="sink")}
+    return _base.Explorer(controls, fig, redraw, axes=(ax,), artists={"line": line}), line, calls
+
+
+def ipywidgets_slider(value):
+    return widgets.IntSlider(value=value, min=0, max=8192, description="m")
+
+
+def _shown(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    shown = []
+    monkeypatch.setattr(InteractiveShell.instance().display_pub, "publish",
+                        lambda data, metadata=None, **kw: shown.append(data))
+    return shown
+
+
+def test_a_snapshot_shows_another_state_as_picture_and_text_and_leaves_the_widget(monkeypatch):
+    w, line, _ = _counting_explorer()
+    first = w.picture()["image/png"]
+    shown = _shown(monkeypatch)
+    w.snapshot(m=8000, on=True)
+    assert shown[0]["text/plain"] == "[a picture of the figure at m = 8,000, sink = on, 150 x 100 px]"
+    assert shown[0]["image/png"] != first  # drawn at the other setting
+    assert shown[1] == {"text/plain": "[readout at m = 8,000, sink = on]\nm is 8,000, on"}
+    # the live widget did not move: controls, readout, artists and picture as before
+    assert w.values == {"m": 4095, "on": False} and w.readout == "m is 4,095, off"
+    assert list(line.get_ydata()) == [0, 4095] and w.picture()["image/png"] == first
+    assert w.readout_at(m=1) == "m is 1, off" and w.readout == "m is 4,095, off"
+    with pytest.raises(ValueError, match="no control named \\['n'\\]"):
+        w.snapshot(n=3)
+    with pytest.raises(ValueError, match="name one or more of the controls"):
+        w.snapshot()
+    with pytest.raises(ValueError, match="readout_at: no control named"):
+        w.readout_at(n=3)
+
+
+def test_a_figure_without_controls_does_not_invite_moving_them(monkeypatch):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(3, 2), dpi=50)
+    e = _base.Explorer({}, fig, lambda: "the grid", axes=(ax,))
+    shown = _shown(monkeypatch)
+    e._ipython_display_()
+    assert shown[0]["text/plain"] == "[a picture of the figure, 150 x 100 px]"
+    assert shown[1] == {"text/plain": "[readout]\nthe grid"}

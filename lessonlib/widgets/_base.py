@@ -456,15 +456,83 @@ class Explorer:
         return (f'<span class="lessonlib-figure-info" hidden data-figure-px="{width}x{height}" '
                 f'data-smallest-text-px="{self.smallest_text_px():.1f}"></span>')
 
-    def picture(self):
-        """The figure as it is now, as a PNG output bundle (what viewers without a kernel show)."""
-        png = io.BytesIO()
-        self.fig.savefig(png, format="png", dpi=self.fig.dpi)  # an Agg copy; the canvas stays
+    def _settings_text(self, values):
+        """The controls' settings as a reader would name them: ``base = 500,000, s = 8``."""
+        parts = []
+        for name, value in values.items():
+            control = self.controls[name]
+            label = (control.description or name).rstrip(": ")
+            options = getattr(control, "options", None)
+            if isinstance(control, widgets.FileUpload) or (
+                    isinstance(control, (widgets.Text, widgets.Textarea)) and not value):
+                continue  # nothing uploaded or typed: not a setting a reader could make
+            if options and all(isinstance(o, tuple) for o in options):
+                shown = next((str(o[0]) for o in options if o[1] == value), str(value))
+            elif isinstance(value, bool):
+                shown = "on" if value else "off"
+            elif isinstance(value, (int, np.integer)):
+                shown = f"{value:,}"
+            elif isinstance(value, (float, np.floating)):
+                shown = f"{value:,.6g}"
+            else:
+                shown = str(value)
+            parts.append(f"{label} = {shown}")
+        return ", ".join(parts)
+
+    def picture(self, values=None):
+        """The figure as a PNG output bundle (what viewers without a kernel show): as it is now,
+        or at ``values`` (some controls' settings; the live figure does not move)."""
+        now = self.values
+        setting = {**now, **(values or {})}
+        if setting != now:
+            self._call_redraw(setting)
+        try:
+            png = io.BytesIO()
+            self.fig.savefig(png, format="png", dpi=self.fig.dpi)  # an Agg copy; canvas stays
+        finally:
+            if setting != now:
+                self._readout_text = self._call_redraw(now)
         width, height = (self.fig.get_size_inches() * self.fig.dpi).round().astype(int)
-        text = (f"[a picture of the figure as first drawn, {width} x {height} px: run the "
-                f"notebook to move its controls]")
+        if values:
+            text = (f"[a picture of the figure at {self._settings_text(values)}, "
+                    f"{width} x {height} px]")
+        elif self.controls:
+            text = (f"[a picture of the figure as first drawn, {width} x {height} px: run the "
+                    f"notebook to move its controls]")
+        else:
+            text = f"[a picture of the figure, {width} x {height} px]"
         return {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
                 "text/plain": text}
+
+    def readout_at(self, **values):
+        """The readout text at some controls' settings, without moving the live figure."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"readout_at: no control named {sorted(unknown)}")
+        now = self.values
+        text = self._call_redraw({**now, **values})
+        self._readout_text = self._call_redraw(now)
+        return text
+
+    def _readout_output(self, values=None):
+        """The readout as a text output: GitHub, nbviewer and an HTML export show it under the
+        picture, and nbval compares it with the committed one on every run."""
+        text = self.readout_at(**values) if values else self.readout
+        settings = self._settings_text({**self.values, **(values or {})})
+        head = f"[readout at {settings}]\n" if settings else "[readout]\n"
+        return {"text/plain": head + text}
+
+    def snapshot(self, **values):
+        """Show the figure and its readout at other settings of some controls (``m=4096``), as
+        a picture and text, without moving the live widget: the state the text invites a
+        student to reach, visible where no kernel runs."""
+        from IPython.display import display
+        unknown = set(values) - set(self.controls)
+        if not values or unknown:
+            raise ValueError(f"snapshot: name one or more of the controls {sorted(self.controls)}"
+                             + (f"; no control named {sorted(unknown)}" if unknown else ""))
+        display(self.picture(values), raw=True)
+        display(self._readout_output(values), raw=True)
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -473,6 +541,7 @@ class Explorer:
         # The presenter shows widgets only: no picture there (a full draw saved per widget).
         if not runtime.in_presenter():
             display(self.picture(), raw=True)
+            display(self._readout_output(), raw=True)
         bundle = self.ui._repr_mimebundle_()
         bundle["text/plain"] = LIVE_TEXT  # what a viewer shows for the widget: not its repr
         display(bundle, raw=True)
@@ -493,6 +562,7 @@ FIT_CSS = f"""
 .jupyter-matplotlib-canvas-div canvas:first-child {{ position: relative !important; }}
 .jupyter-matplotlib-figure, .jupyter-matplotlib-canvas-container {{ max-width: 100%; }}
 .jp-OutputArea-child:has(+ .jp-OutputArea-child .{EXPLORER_CLASS}) {{ display: none; }}
+.jp-OutputArea-child:has(+ .jp-OutputArea-child + .jp-OutputArea-child .{EXPLORER_CLASS}) {{ display: none; }}
 .{EXPLORER_CLASS} .widget-slider:has([disabled]) .noUi-target {{ opacity: 0.3; }}
 .{EXPLORER_CLASS} .widget-slider:has([disabled]) {{ cursor: not-allowed; }}
 """
