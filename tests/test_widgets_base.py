@@ -477,6 +477,10 @@ def test_a_snapshot_shows_another_state_as_picture_and_text_and_leaves_the_widge
         w.snapshot()
     with pytest.raises(ValueError, match="readout_at: no control named"):
         w.readout_at(n=3)
+    shown.clear()
+    monkeypatch.setenv(runtime.PRESENTER_ENV, "1")  # the presenter shows live widgets only
+    w.snapshot(m=8000)
+    assert shown == []
 
 
 def test_a_figure_without_controls_does_not_invite_moving_them(monkeypatch):

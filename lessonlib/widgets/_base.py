@@ -531,6 +531,8 @@ class Explorer:
         if not values or unknown:
             raise ValueError(f"snapshot: name one or more of the controls {sorted(self.controls)}"
                              + (f"; no control named {sorted(unknown)}" if unknown else ""))
+        if runtime.in_presenter():
+            return  # the presenter shows live widgets only: the instructor moves the control
         display(self.picture(values), raw=True)
         display(self._readout_output(values), raw=True)
 
