@@ -8,7 +8,7 @@ from lessonlib.checks import kv_cache as checks
 
 SOLUTIONS = vars(solutions("05_kv_cache"))
 GIB = 2 ** 30
-NAMES = ["kv_cache_gib", "mla_cache_gib", "kv_head_map"]
+NAMES = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "llamacpp_cache_mib"]
 
 
 # Qwen2.5-7B: 28 layers, 28 query heads, 4 KV heads, head_dim 128; 32,768 tokens, F16.
@@ -107,6 +107,47 @@ def test_cache_sizes_accept_arrays_and_tensors(check):
     if torch is not None:
         assert check(torch.tensor(ref)).ok
     assert check(complex(ref, 1)).ok is False
+
+
+@pytest.mark.parametrize("check, right, coarse", [
+    (checks.kv_cache_gib, [1.75, 1.750, 1.7500001], [1.8]),
+    (checks.mla_cache_gib, [10.7, 10.72, 10.723], [11]),
+    (checks.llamacpp_cache_mib, [149, 148.8, 148.75], [150]),
+])
+def test_warm_ups_accept_three_significant_digits_and_ask_for_more_when_coarser(check, right,
+                                                                                  coarse):
+    """The questions ask for 3 significant digits: that rounding passes, a coarser one is
+    "close: give more digits", not a wrong answer."""
+    for answer in right:
+        assert check(answer).ok is True, (answer, check(answer))
+    for answer in coarse:
+        verdict = check(answer)
+        assert verdict.ok is False and "give more digits" in verdict.message, verdict
+
+
+# Qwen2.5-7B-Instruct in llama.cpp at -c 5000 -ctk q8_0 -ctv q8_0: 5,120 cells, 28 layers,
+# 4 KV heads of 128: 2 x 28 x 4 x 128 = 28,672 numbers a token, 34 bytes per 32 of them.
+NUMBERS = 2 * 28 * 4 * 128
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (5120 * NUMBERS * 34 / 32 / 2**20, None),                     # 148.75
+    (5000 * NUMBERS * 34 / 32 / 2**20, "multiple of 256"),         # no padding
+    (5120 * NUMBERS / 2**20, "34 bytes"),                          # q8_0 read as 1 byte
+    (5000 * NUMBERS / 2**20, "Two slips"),
+    (5120 * NUMBERS * 2 / 2**20, "F16"),
+    (5120 * NUMBERS * 34 / 32 / 1e6, "2**20"),
+    (5120 * NUMBERS * 34 / 32 / 2**20 / 28, "one layer"),
+    (5120 * NUMBERS * 34 / 32 / 2**20 * 7, "query heads"),
+    (5120 * NUMBERS * 34 / 32 / 2**21, "key AND a value"),
+    (12.0, "Not 12 MiB"),
+])
+def test_llamacpp_cache_mib_hints(answer, hint):
+    verdict = checks.llamacpp_cache_mib(answer)
+    if hint is None:
+        assert verdict.ok is True, verdict
+    else:
+        assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
 # ------------------------------------------------------------------ notebook 05: the build

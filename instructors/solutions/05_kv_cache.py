@@ -19,6 +19,12 @@ mla_cache_gib = (512 + 64) * 61 * 2 * 163840 / GIB  # 10.72 GiB
 # Exercise 3: Llama 3 8B, 32 query heads and 8 KV heads: groups of 32 / 8 = 4 neighbours.
 kv_head_map = [h // (32 // 8) for h in range(32)]  # [0, 0, 0, 0, 1, 1, 1, 1, ..., 7]
 
+# Going deeper, what llama.cpp allocates: Qwen2.5-7B-Instruct at -c 5000 -ctk q8_0 -ctv q8_0.
+# llama.cpp rounds -c up to a multiple of 256: 5,120 cells. A cell holds 2 x 28 x 4 x 128 =
+# 28,672 numbers (K and V, every layer), and q8_0 stores 32 numbers in 34 bytes.
+cells = -(-5000 // 256) * 256  # 5,120
+llamacpp_cache_mib = cells * 2 * 28 * 4 * 128 * 34 / 32 / 2 ** 20  # 148.75 MiB
+
 
 # Exercise 4: bytes per token for any config.json, F16 / BF16 (2 bytes a number).
 def bytes_per_token(config):

@@ -10,24 +10,27 @@ import functools
 import numpy as np
 
 from ..configs import config_names, load_config
-from ..kv_cache import GIB, gqa_head_map, kv_bytes_per_token, model_shape
-from . import (Unreadable, _clip, _run, check_number, correct, vector, whole, wholes,
-               wrong)
+from ..kv_cache import GIB, MIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
+from . import (SIGNIFICANT_DIGITS, Unreadable, _clip, _run, check_number, correct, vector,
+               whole, wholes, wrong)
 from ._preamble import preamble
 
-__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "bytes_per_token", "QUESTIONS"]
+__all__ = ["kv_cache_gib", "mla_cache_gib", "kv_head_map", "llamacpp_cache_mib",
+           "bytes_per_token", "QUESTIONS"]
 
 # The fixed inputs of each exercise (the notebook states them in the question).
 QUESTIONS = {
     "kv_cache_gib": dict(config="Qwen2.5-7B-Instruct", n=32768, dtype_bytes=2),
     "mla_cache_gib": dict(config="DeepSeek-V3", n=163840, dtype_bytes=2),
     "kv_head_map": dict(hq=32, hkv=8),
+    "llamacpp_cache_mib": dict(config="Qwen2.5-7B-Instruct", n_ctx=5000, kv_type="q8_0"),
 }
 
 
 @preamble
 def kv_cache_gib(answer):
-    """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (GQA)."""
+    """GiB of Qwen2.5-7B-Instruct's KV cache for one 32,768-token sequence, F16 (GQA), to 3
+    significant digits."""
     q = QUESTIONS["kv_cache_gib"]
     cfg = load_config(q["config"])
     n, b = q["n"], q["dtype_bytes"]
@@ -45,13 +48,14 @@ def kv_cache_gib(answer):
         (expected * GIB / 1e9, "Right bytes, wrong unit: 1 GiB is 2**30 bytes, not 10**9."),
     ]
     return check_number("kv_cache_gib", answer, expected, mistakes, unit="GiB",
-                        generic="2 (K and V) x layers x KV heads x head_dim x 2 bytes per token, "
+                        digits=SIGNIFICANT_DIGITS, generic="2 (K and V) x layers x KV heads x head_dim x 2 bytes per token, "
                                 "times the tokens, divided by 2**30.")
 
 
 @preamble
 def mla_cache_gib(answer):
-    """GiB of DeepSeek-V3's MLA cache (latent + RoPE key) at its full 163,840 tokens, BF16."""
+    """GiB of DeepSeek-V3's MLA cache (latent + RoPE key) at its full 163,840 tokens, BF16, to
+    3 significant digits."""
     q = QUESTIONS["mla_cache_gib"]
     cfg = load_config(q["config"])
     n, b = q["n"], q["dtype_bytes"]
@@ -77,7 +81,7 @@ def mla_cache_gib(answer):
         (expected * GIB / 1e9, "Right bytes, wrong unit: 1 GiB is 2**30 bytes, not 10**9."),
     ]
     return check_number("mla_cache_gib", answer, expected, mistakes, unit="GiB",
-                        generic="(kv_lora_rank + qk_rope_head_dim) x layers x 2 bytes per token, "
+                        digits=SIGNIFICANT_DIGITS, generic="(kv_lora_rank + qk_rope_head_dim) x layers x 2 bytes per token, "
                                 "times the tokens, divided by 2**30.")
 
 
@@ -118,6 +122,41 @@ def kv_head_map(answer):
         return wrong(name, f"KV heads are numbered 0..{hkv - 1}.")
     return wrong(name, f"Query head h reads KV head h // (hq / hkv) = h // {hq // hkv}; check "
                        f"head {int(np.flatnonzero(got != expected)[0])}.")
+
+
+@preamble
+def llamacpp_cache_mib(answer):
+    """MiB llama.cpp allocates for Qwen2.5-7B-Instruct's cache at ``-c 5000 -ctk q8_0 -ctv
+    q8_0``, to 3 significant digits: pad(5000, 256) = 5,120 cells, 34 bytes per 32 numbers."""
+    name = "llamacpp_cache_mib"
+    q = QUESTIONS[name]
+    cfg = load_config(q["config"])
+    n = q["n_ctx"]
+    expected = kv_cache_bytes(cfg, n, engine="llama.cpp", kv_type=q["kv_type"]).total_mib
+    cells = -(-n // 256) * 256
+    shape = model_shape(cfg)
+    numbers = 2 * shape.layers * shape.kv_heads * shape.head_dim  # per token, all layers
+    mib = lambda tokens, per_number: tokens * numbers * per_number / MIB  # noqa: E731
+    mistakes = [
+        (mib(n, 34 / 32), f"llama.cpp rounds -c up to a multiple of 256: {n:,} tokens get "
+                          f"{cells:,} cells, and every cell is allocated."),
+        (mib(cells, 1), "q8_0 is not 1 byte a number: every block of 32 numbers takes 34 bytes "
+                        "(32 one-byte values and a 2-byte scale)."),
+        (mib(n, 1), f"Two slips: q8_0 takes 34 bytes per 32 numbers, not 1 byte a number, and "
+                    f"-c {n:,} is rounded up to {cells:,} cells."),
+        (mib(cells, 2), "That is an F16 cache (2 bytes a number); -ctk/-ctv q8_0 store 34 "
+                        "bytes per 32 numbers."),
+        (mib(n, 2), f"That is F16 at exactly {n:,} tokens: the question's cache is q8_0 (34 "
+                    f"bytes per 32 numbers) and llama.cpp allocates {cells:,} cells."),
+        (expected / 2, "Half: each cell holds a key AND a value in every layer."),
+        (expected * shape.heads / shape.kv_heads, f"Use the {shape.kv_heads} KV heads, not the "
+                                                  f"{shape.heads} query heads."),
+        (expected / shape.layers, f"That is one layer; the cache has all {shape.layers}."),
+        (expected * MIB / 1e6, "Right bytes, wrong unit: 1 MiB is 2**20 bytes, not 10**6."),
+    ]
+    return check_number(name, answer, expected, mistakes, unit="MiB", digits=SIGNIFICANT_DIGITS,
+                        generic="cells (-c rounded up to a multiple of 256) x 2 (K and V) x "
+                                "layers x KV heads x head_dim x 34/32 bytes, divided by 2**20.")
 
 
 # ------------------------------------------------------------------ notebook 05, the build
@@ -269,7 +308,7 @@ def _error_hint(what, config, error):
           probes=_bytes_probes)
 def bytes_per_token(fn):
     """``bytes_per_token(config) -> int``: the KV-cache bytes one token costs over all layers
-    at 2 bytes a number, for any config.json dict (05, ex. 4): the head_dim key over
+    at 2 bytes a number, for any config.json dict (05, ex. 2): the head_dim key over
     hidden_size / num_attention_heads, num_key_value_heads absent or null meaning MHA, MLA
     (kv_lora_rank + qk_rope_head_dim, one latent per layer), a multimodal text_config. Tried on
     every shipped config and variants of them, against ``kv_bytes_per_token``."""
