@@ -254,6 +254,13 @@ def _unseen(n_sink, n_recent, n, k=3):  # k more sinks and k more tokens: k more
         return [p - k for p in held[k:]], [i - k for i in rope[k:]]
     except Exception:
         return out''',
+    "needle_grid": '''\
+def _unseen(model, lengths, depths):  # lengths and depths asked in reverse: the grid flipped
+    out = {f}(model, list(lengths)[::-1], list(depths)[::-1])
+    try:
+        return np.asarray(out)[::-1, ::-1]
+    except Exception:
+        return out''',
     "rotate_neox": '''\
 def _unseen(x, m, theta, k=3):  # turned to m - k first, then k more: the same turn
     return {f}({f}(x, m - k, theta), k, theta)''',

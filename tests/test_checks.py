@@ -607,6 +607,8 @@ GATE_HINTS = {
     "streaming_cache": "Give a function streaming(n_sink, n_recent, n) returning (positions, "
                        "rope_positions).",
     "rotate_neox": "Give a function rotate(x, m, theta), got int.",
+    "needle_grid": "Give a function run_grid(model, lengths, depths) that returns the found "
+                   "matrix.",
     "needle_found": "Give a function found(length, depth) that returns True or False.",
     "pi_config": "give a dict such as {'rope_type': ..., 'factor': ...}, got int",
 }

@@ -12,7 +12,7 @@ from lessonlib.checks import long_context as checks
 from lessonlib.configs import load_config
 
 SOLUTIONS = vars(solutions("09_long_context_cost_and_needles"))
-NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_found"]
+NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found"]
 P, L, Q = 1_235_814_400, 16, 2048  # the exercises' Llama 3.2 1B shape: 32 query heads x 64
 NOTEBOOK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "notebooks", "09_long_context_cost_and_needles.ipynb")
@@ -175,3 +175,156 @@ def test_cost_answers_accept_arrays_and_tensors(check):
     if torch is not None:
         assert check(torch.tensor(ref)).ok
     assert check(str(ref)).ok is False and check(complex(ref, 1)).ok is False
+
+
+# ------------------------------------------------------------------ exercise 3: a grid runner
+
+def _runner(index=None, insert=True, contains=True, sep="\n\n", echo_check=True):
+    """A needle grid runner with one slip."""
+    from lessonlib import needles
+
+    def run_grid(model, lengths, depths):
+        found = []
+        for n in lengths:
+            row = []
+            for d in depths:
+                words = needles.lesson_filler(n)
+                at = (index or (lambda n, d: math.floor(n * d / 100)))(n, d)
+                if insert:
+                    words.insert(at, needles.DEFAULT_NEEDLE)
+                else:
+                    words[min(at, n - 1)] = needles.DEFAULT_NEEDLE
+                context = " ".join(words)
+                answer = model(context + sep + needles.DEFAULT_QUESTION)
+                if echo_check and context in answer:
+                    raise ValueError("echo")
+                row.append(needles.DEFAULT_NEEDLE in answer if contains
+                           else answer == needles.DEFAULT_NEEDLE)
+            found.append(row)
+        return found
+    return run_grid
+
+
+def run_grid_with_equality(model, lengths, depths):  # scores a reply by ==, not by containment
+    from lessonlib import needles
+    found = []
+    for n in lengths:
+        row = []
+        for d in depths:
+            words = needles.lesson_filler(n)
+            words.insert(math.floor(n * d / 100), needles.DEFAULT_NEEDLE)
+            answer = model(" ".join(words) + "\n\n" + needles.DEFAULT_QUESTION)
+            if " ".join(words) in answer:
+                raise ValueError("echo")
+            row.append(answer == needles.DEFAULT_NEEDLE)
+        found.append(row)
+    return found
+
+
+def test_needle_grid_accepts_the_reference_and_the_library():
+    from lessonlib.needles import run_needle_grid
+    assert checks.needle_grid(SOLUTIONS["run_grid"]).ok is True
+    assert checks.needle_grid(_runner()).ok is True
+    library = lambda m, n, d: run_needle_grid(m, n, d, progress=False).found  # noqa: E731
+    assert checks.needle_grid(library).ok is True
+    as_ints = lambda m, n, d: np.asarray(SOLUTIONS["run_grid"](m, n, d), dtype=int)  # noqa: E731
+    assert checks.needle_grid(as_ints).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_runner(index=lambda n, d: round(n * d / 100)), "round() moves it"),
+    (_runner(index=lambda n, d: math.ceil(n * d / 100)), "not the ceiling"),
+    (_runner(index=lambda n, d: int(n * (100 - d) / 100)), "your grid says"),
+    (_runner(insert=False), "Insert the needle"),
+    (_runner(contains=False), "Score by string match"),
+    (run_grid_with_equality, "Score by string match"),
+    (_runner(sep="\n"), "a blank line (two newlines)"),
+    (_runner(sep=" "), "a blank line (two newlines)"),
+    (_runner(echo_check=False), "echoes its prompt"),
+    (lambda m, n, d: np.asarray(_runner()(m, n, d)).T, "not the other way round"),
+    (lambda m, n, d: [[True] * len(d)] * len(n), "your grid says"),
+    (lambda m, n, d: np.ones((len(n), len(d))) * 0.5, "each cell is True or False"),
+    (lambda m, n, d: "ok", "return the found matrix"),
+    (lambda m, n, d: 1 / 0, "ZeroDivisionError"),
+    (42, "Give a function run_grid"),
+])
+def test_needle_grid_hints(answer, hint):
+    verdict = checks.needle_grid(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_needle_grid_asks_the_question():
+    """A runner that sends only the context passes an edge-heavy model; the model that answers
+    only when asked catches it."""
+    from lessonlib import needles
+
+    def no_question(model, lengths, depths):
+        out = []
+        for n in lengths:
+            row = []
+            for d in depths:
+                words = needles.lesson_filler(n)
+                words.insert(math.floor(n * d / 100), needles.DEFAULT_NEEDLE)
+                context = " ".join(words)
+                answer = model(context)
+                if context in answer:
+                    raise ValueError("echo")
+                row.append(needles.DEFAULT_NEEDLE in answer)
+            out.append(row)
+        return out
+
+    verdict = checks.needle_grid(no_question)
+    assert verdict.ok is False and "Ask the question" in verdict.message, verdict.message
+
+
+def test_needle_grid_stub_is_not_attempted_and_an_echo_must_be_a_value_error():
+    def run_grid(model, lengths, depths):
+        return None  # your code
+
+    assert checks.needle_grid(run_grid).message == NOT_ATTEMPTED
+
+    def type_error_on_echo(model, lengths, depths):
+        try:
+            return SOLUTIONS["run_grid"](model, lengths, depths)
+        except ValueError:
+            raise TypeError("echo") from None
+
+    verdict = checks.needle_grid(type_error_on_echo)
+    assert verdict.ok is False and "raise a ValueError there" in verdict.message
+
+
+def test_needle_grid_cases_cover_the_edges():
+    """Depth 0 and 100, a length x depth / 100 that is not whole, a reach that ends exactly on a
+    needle, a sentence-answering, an index-picky and an echoing model."""
+    from lessonlib.needles import needle_index
+    cases = checks._grid_cases()
+    depths = {d for _, _, _, ds in cases for d in ds}
+    assert {0, 100} <= depths
+    assert any(n * d % 100 for _, _, ns, ds in cases for n in ns for d in ds)
+    kinds = {type(m).__name__ for _, m, _, _ in cases}
+    assert {"EdgeHeavyModel", "_Sentence", "_EveryKth", "_Echo"} <= kinds
+    exact = [m for _, m, ns, ds in cases if type(m).__name__ == "EdgeHeavyModel"
+             and any(ns[-1] + 1 - needle_index(ns[-1], d) == m.recent for d in ds)]
+    assert exact
+
+
+def test_a_lookup_table_of_the_checks_cases_fails_the_hidden_test():
+    """A function that returns the check's own answers passes the check but not the hidden test
+    (scripts/assignments.py: the same check, lengths and depths asked in reverse order)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(NOTEBOOK), "..", "scripts"))
+    import assignments
+    table = {(type(m).__name__, tuple(n), tuple(d)): t for (_, m, n, d), t in
+             zip(checks._grid_cases(), checks._grid_truth())}
+
+    def cheat(model, lengths, depths):
+        t = table[(type(model).__name__, tuple(lengths), tuple(depths))]
+        if t is None:
+            raise ValueError("echo")
+        return t
+
+    assert checks.needle_grid(cheat).ok is True
+    for f in (cheat, SOLUTIONS["run_grid"]):
+        namespace = {"np": np, "f": f}
+        exec(assignments.HIDDEN["needle_grid"].format(f="f"), namespace)
+        assert checks.needle_grid(namespace["_unseen"]).ok is (f is not cheat)

@@ -46,10 +46,6 @@ BY_HAND = {
     ("05_kv_cache.ipynb", 'assert kv_cache.kv_bytes_per_token(as_mha) == L_ds * '
                           'ds["num_attention_heads"] * (d_k + d_v) * 2'):
         "the by-hand check itself",
-    ("09_long_context_cost_and_needles.ipynb",
-     'q_dim = heads * (llama["hidden_size"] // heads)  # 32 query heads x 128'):
-        "the worked q_dim of the cost formulas (cell 1; cell 3 checks long_context_cost's "
-        "terms against 2 P n and 2 n^2 q_dim L by hand)",
 }
 
 # (file, the line as written, stripped): copies in files that issue 16's shape change does not

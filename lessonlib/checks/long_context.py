@@ -11,12 +11,13 @@ import numpy as np
 
 from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, model_shape
-from ..needles import EdgeHeavyModel, needle_index, run_needle_grid
+from ..needles import (DEFAULT_NEEDLE, DEFAULT_QUESTION, QUESTION_SEPARATOR, EdgeHeavyModel,
+                       lesson_filler, needle_index, run_needle_grid)
 from ..traffic import LLAMA3_8B_PARAMS, crossover_length, long_context_cost
-from . import SIGNIFICANT_DIGITS, _scalar, _short, call, check_number, correct, wrong
+from . import SIGNIFICANT_DIGITS, _run, _scalar, _short, call, check_number, correct, wrong
 from ._preamble import preamble
 
-__all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_found", "QUESTIONS",
+__all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found", "QUESTIONS",
            "LLAMA32_1B_PARAMS"]
 
 # The cost exercises use Llama 3.2 1B's shape, not the notebook's worked Llama 3.1 8B: the
@@ -183,3 +184,210 @@ def needle_found(found):
     return wrong(name, f"At length {n:,}, depth {d:g}% (needle at word {needle_index(n, d):,}) "
                        f"the model {'finds' if truth[(n, d)] else 'misses'} it, your function "
                        f"says {bool(got[(n, d)])}.")
+
+
+# ------------------------------------------------------------------ exercise 2: a grid runner
+# run_grid(model, lengths, depths) -> the found matrix, built as run_needle_grid builds it: the
+# default filler (needles.lesson_filler), the default needle inserted at word
+# floor(length * depth / 100), the context, a blank line, the default question; found when the
+# reply contains the needle; an echo (a reply holding the whole context) a ValueError.
+
+class _Sentence:
+    """A stand-in that wraps its inner model's reply in a sentence, as real models do."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, text):
+        return f"The code is {self.inner(text)}."
+
+
+class _EveryKth:
+    """Finds the needle only when its word index is r modulo k: a model that finds it at some
+    depths and not at their neighbours, so every index must be exact. It answers only a
+    prompt that ends with the question."""
+
+    def __init__(self, k, r, needle=DEFAULT_NEEDLE):
+        self.k, self.r, self.needle = k, r, needle
+
+    def __call__(self, text):
+        if not text.endswith(QUESTION_SEPARATOR + DEFAULT_QUESTION):
+            return "You asked me nothing."
+        words = text.rsplit(QUESTION_SEPARATOR, 1)[0].split()
+        if self.needle in words and words.index(self.needle) % self.k == self.r:
+            return f"It is {self.needle}"
+        return "No code here."
+
+
+class _Echo:
+    """A client that returns the prompt's context with its reply: it "finds" every needle."""
+
+    def __call__(self, text):
+        return "You wrote: " + text.rsplit(QUESTION_SEPARATOR, 1)[0] + "\nThe code is unknown."
+
+
+def _grid_cases():
+    """(description, model, lengths, depths): the edges (depth 0 and 100, length 2, a length
+    whose length x depth / 100 is not whole, a reach that ends exactly on a needle) and seeded
+    ones. Depths are whole or quarter percents: n x depth / 100 in floats floors exactly."""
+    rng = np.random.default_rng(9)
+    cases = [("EdgeHeavyModel()", EdgeHeavyModel(), [1000, 4000, 5998], [0, 25, 50, 100]),
+             ("EdgeHeavyModel(first=5, recent=7)", EdgeHeavyModel(first=5, recent=7),
+              [2, 9, 13, 30], [0, 12.5, 37.5, 50, 62.5, 100])]
+    for seed in range(6):
+        lengths = sorted({int(n) for n in rng.integers(2, 6000, size=rng.integers(2, 5))})
+        depths = sorted({float(d) for d in rng.integers(0, 401, size=rng.integers(3, 6)) / 4}
+                        | {0.0, 100.0})
+        n, d = lengths[-1], depths[rng.integers(len(depths))]
+        recent = n + 1 - needle_index(n, d)  # the reach ends exactly on this cell's needle
+        first = int(rng.integers(0, 300))
+        model = EdgeHeavyModel(first=first, recent=recent)
+        if seed % 2:
+            cases.append((f"a model that says 'The code is ...' (first={first}, "
+                          f"recent={recent})", _Sentence(model), lengths, depths))
+        else:
+            cases.append((f"EdgeHeavyModel(first={first}, recent={recent})", model, lengths,
+                          depths))
+        k = int(rng.integers(2, 5))
+        cases.append((f"a model that finds the needle only at word indexes {seed % k} mod {k}",
+                      _EveryKth(k, seed % k), lengths, depths))
+    cases.append(("a model that echoes its prompt", _Echo(), [50, 200], [0, 50, 100]))
+    return cases
+
+
+@functools.lru_cache(maxsize=1)
+def _grid_truth():
+    """Per case: the found matrix run_needle_grid gives, or None where it raises (the echo)."""
+    out = []
+    for _, model, lengths, depths in _grid_cases():
+        try:
+            out.append(run_needle_grid(model, lengths, depths, progress=False).found)
+        except ValueError:
+            out.append(None)
+    return out
+
+
+def _slip_grid(model, lengths, depths, *, index=None, insert=True, contains=True, sep=None,
+               question=True, echo_check=True):
+    """A runner with one typical slip (index rule, overwrite, ==, prompt format, no echo
+    check): the found matrix, or None where it raises."""
+    index = index or (lambda n, d: math.floor(n * d / 100))
+    sep = QUESTION_SEPARATOR if sep is None else sep
+    found = np.zeros((len(lengths), len(depths)), dtype=bool)
+    for i, n in enumerate(lengths):
+        for j, d in enumerate(depths):
+            words = lesson_filler(n)
+            at = min(index(n, d), n if insert else n - 1)
+            if insert:
+                words.insert(at, DEFAULT_NEEDLE)
+            else:
+                words[at] = DEFAULT_NEEDLE
+            context = " ".join(words)
+            answer = model(context + sep + DEFAULT_QUESTION if question else context)
+            if echo_check and context in answer:
+                return None
+            found[i, j] = DEFAULT_NEEDLE in answer if contains else answer == DEFAULT_NEEDLE
+    return found
+
+
+_GRID_SLIPS = [
+    (dict(index=lambda n, d: round(n * d / 100)),
+     "The needle goes in at word floor(length x depth / 100): round() moves it one word on "
+     "when length x depth / 100 ends in .5 or more."),
+    (dict(index=lambda n, d: math.ceil(n * d / 100)),
+     "The needle goes in at word floor(length x depth / 100), not the ceiling."),
+    (dict(insert=False),
+     "Insert the needle (list.insert), do not overwrite a filler word: the context is length "
+     "filler words plus the needle, length + 1 words, and an edge-heavy model counts them."),
+    (dict(contains=False),
+     "Score by string match: found when the reply contains the needle. Real models answer in "
+     "a sentence ('The code is CODE-4721.'), so == misses them."),
+    (dict(sep="\n"),
+     "The prompt is the context, a blank line (two newlines), then the question: with one "
+     "newline or a space the model reads the question's words as part of the context."),
+    (dict(question=False),
+     "Ask the question: the prompt is the context, a blank line (two newlines), then "
+     "needles.DEFAULT_QUESTION. A model that is asked nothing answers nothing."),
+    (dict(echo_check=False),
+     "A model that echoes its prompt 'finds' every needle: when a reply contains the whole "
+     "context, raise a ValueError instead of scoring it (run_needle_grid does)."),
+]
+
+
+def _found_matrix(result, shape):
+    """The student's grid as a bool array of ``shape``, or a hint why it cannot be read."""
+    try:
+        a = np.asarray(result)
+    except Exception:  # noqa: BLE001 -- whatever a student returns
+        return None, f"returned {_short(result)}; return the found matrix (a list of rows)."
+    if a.dtype == object or a.ndim != 2:
+        return None, (f"returned {_short(result)}; return the found matrix: one row per "
+                      f"length, one True/False per depth.")
+    if a.shape != shape:
+        if a.shape == shape[::-1]:
+            return None, (f"the grid is {a.shape[0]} x {a.shape[1]}: one row per length "
+                          f"({shape[0]}) and one column per depth ({shape[1]}), not the "
+                          f"other way round.")
+        return None, f"the grid is {a.shape[0]} x {a.shape[1]}; this one needs {shape[0]} x " \
+                     f"{shape[1]} (lengths x depths)."
+    if a.dtype != bool and not (np.issubdtype(a.dtype, np.integer) and np.isin(a, (0, 1)).all()):
+        return None, f"the grid holds {a.dtype} values; each cell is True or False."
+    return a.astype(bool), None
+
+
+def _grid_probes():
+    return [(EdgeHeavyModel(), [1000, 4000], [0, 50])]
+
+
+@preamble(function="Give a function run_grid(model, lengths, depths) that returns the found "
+                   "matrix.", probes=_grid_probes)
+def needle_grid(run_grid):
+    """``run_grid(model, lengths, depths)``: ask ``model`` for the needle at every length x
+    depth and return the found matrix (rows: lengths, columns: depths), as
+    ``needles.run_needle_grid(...).found``; a model that echoes its prompt is a ValueError.
+    Tried on 14 stand-in models and grids (random edge-heavy reaches, a reach that ends exactly
+    on a needle, models that answer in a sentence or only at some word indexes, depths 0 and
+    100, lengths 2 and up, quarter-percent depths, an echo)."""
+    name = "needle_grid"
+    cases, truth = _grid_cases(), _grid_truth()
+    got = []
+    for (what, model, lengths, depths), want in zip(cases, truth):
+        result, err = _run(run_grid, (model, lengths, depths))
+        if want is None:  # the echo: a ValueError is right, a grid is the slip
+            if err is not None and not isinstance(err, ValueError):
+                return wrong(name, f"For {what}, run_grid raised {type(err).__name__}: "
+                                   f"{_short(str(err), 120)}; raise a ValueError there.")
+            got.append(None if err is not None else "grid")
+            continue
+        if err is not None:
+            return wrong(name, f"run_grid(model, {lengths}, {depths}) for {what} raised "
+                               f"{type(err).__name__}: {_short(str(err), 120)}")
+        grid, problem = _found_matrix(result, want.shape)
+        if problem:
+            return wrong(name, f"For {what}, lengths {lengths}, depths {depths}: {problem}")
+        got.append(grid)
+
+    def same(a, b):
+        return (a is None and b is None) or (
+            a is not None and b is not None and not isinstance(a, str)
+            and not isinstance(b, str) and np.array_equal(a, b))
+
+    if all(same(g, t) for g, t in zip(got, truth)):
+        return correct(name, f"Correct on all {len(cases)} models and grids, the echo "
+                             f"refused: your runner agrees with needles.run_needle_grid.")
+    for slip, hint in _GRID_SLIPS:
+        if all(same(g, _slip_grid(m, n, d, **slip)) or (isinstance(g, str) and t is None and
+                                                         slip.get("echo_check") is False)
+               for g, t, (_, m, n, d) in zip(got, truth, cases)):
+            return wrong(name, hint)
+    for g, t, (what, _, lengths, depths) in zip(got, truth, cases):
+        if t is None and isinstance(g, str):
+            return wrong(name, _GRID_SLIPS[-1][1])
+        if not same(g, t):
+            i, j = np.argwhere(g != t)[0]
+            n, d = lengths[i], depths[j]
+            return wrong(name, f"For {what}: at length {n:,}, depth {d:g}% (the needle at word "
+                               f"{needle_index(n, d):,}) the model "
+                               f"{'finds' if t[i, j] else 'misses'} it, your grid says "
+                               f"{bool(g[i, j])}.")
+    return wrong(name, "not yet: compare your grid with needles.run_needle_grid's.")
