@@ -254,6 +254,18 @@ def _unseen(n_sink, n_recent, n, k=3):  # k more sinks and k more tokens: k more
         return [p - k for p in held[k:]], [i - k for i in rope[k:]]
     except Exception:
         return out''',
+    "context_shift": '''\
+def _unseen(n, n_ctx, n_keep):  # one shift later: the same kept front, the tail d tokens on
+    keep = min(n_ctx - 4, n_keep + 1)
+    d = (n_ctx - 1 - keep) // 2  # tokens one shift drops
+    if n < n_ctx - 1:
+        return {f}(n, n_ctx, n_keep)
+    out = {f}(n + d, n_ctx, n_keep)
+    try:
+        held = list(out)
+        return held[:keep] + [t - d for t in held[keep:]]
+    except Exception:
+        return out''',
     "needle_grid": '''\
 def _unseen(model, lengths, depths):  # lengths and depths asked in reverse: the grid flipped
     out = {f}(model, list(lengths)[::-1], list(depths)[::-1])

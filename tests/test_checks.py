@@ -604,8 +604,10 @@ GATE_HINTS = {
     "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
     "tiled_causal": "Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
     "bytes_per_token": "Give a function bytes_per_token(config) that returns a number of bytes.",
-    "streaming_cache": "Give a function streaming(n_sink, n_recent, n) returning (positions, "
-                       "rope_positions).",
+    "streaming_cache": "Give a function streaming_cache(n_sink, n_recent, n) returning "
+                       "(positions, rope_positions).",
+    "context_shift": "Give a function context_shift(n, n_ctx, n_keep) returning the tokens held, "
+                     "a list.",
     "rotate_neox": "Give a function rotate(x, m, theta), got int.",
     "needle_grid": "Give a function run_grid(model, lengths, depths) that returns the found "
                    "matrix.",

@@ -8,7 +8,8 @@ from lessonlib.checks import windows as checks
 
 SOLUTIONS = vars(solutions("06_sliding_windows_and_sinks"))
 MIB = 2 ** 20
-NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_cache"]
+NAMES = ["receptive_field_tokens", "swa_cells", "sliding_layers_mib", "streaming_cache",
+         "context_shift"]
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -56,6 +57,14 @@ def test_sliding_layers_mib_hints(answer, hint):
     assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
+def test_sliding_layers_mib_asks_for_three_significant_digits():
+    for answer in (3.375, 3.38, 3.37):
+        assert checks.sliding_layers_mib(answer).ok is True, answer
+    verdict = checks.sliding_layers_mib(3.4)
+    assert verdict.ok is False and "give more digits" in verdict.message, verdict
+    assert checks.sliding_layers_mib(3.36).ok is False
+
+
 # ------------------------------------------------------------------ answers in every form
 
 
@@ -75,7 +84,7 @@ def test_counts_accept_whole_floats_and_refuse_fractions():
 
 def _cache(n_sink, n_recent, n, *, recent=None, sinks=True, rope="slots", clamp=True,
            evict=True):
-    """A student's streaming(n_sink, n_recent, n), with one slip chosen by keyword."""
+    """A student's streaming_cache(n_sink, n_recent, n), with one slip chosen by keyword."""
     recent = n_recent if recent is None else recent
     if not evict:
         held = list(range(n))
@@ -139,3 +148,60 @@ def test_streaming_cache_cases_cover_the_edges():
     assert any(n == 0 for _, _, n in shapes) and any(0 < n < s for s, _, n in shapes)
     assert any(s == 0 for s, _, _ in shapes) and any(n == s + r for s, r, n in shapes)
     assert any(n == s + r + 1 for s, r, n in shapes) and len(shapes) >= 25
+
+
+# ------------------------------------------------------------------ going deeper: context shift
+
+def test_context_shift_reference_and_forms_are_correct():
+    ref = SOLUTIONS["context_shift"]
+    assert checks.context_shift(ref).ok is True
+    assert checks.context_shift(lambda n, c, k: np.array(ref(n, c, k), dtype=float)).ok is True
+    assert checks.context_shift(lambda n, c, k: iter(ref(n, c, k))).ok is True
+    assert checks.context_shift(lambda n, c, k: None).ok is None
+
+
+def _shift(n, n_ctx, n_keep, *, bos=1, cap=True, full=None, drop=None, one=False):
+    """A student's context_shift with one slip chosen by keyword."""
+    keep = n_keep + bos
+    keep = min(n_ctx - 4, keep) if cap else keep
+    n_left = n_ctx - 1 - keep
+    drop = n_left // 2 if drop is None else drop(n_left)
+    held = []
+    for token in range(n):
+        if len(held) >= (n_ctx - 1 if full is None else full(n_ctx)):
+            del held[keep:keep + (1 if one else max(drop, 0))]
+        held.append(token)
+    return held
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (dict(bos=0), "BOS token is kept too"),
+    (dict(full=lambda c: c), "one token earlier"),
+    (dict(drop=lambda m: (m + 1) // 2), "rounded down"),
+    (dict(cap=False), "n_ctx - 4"),
+    (dict(one=True), "one token per step"),
+    (dict(full=lambda c: 10 ** 9), "Nothing was dropped"),
+], ids=lambda v: str(v) if isinstance(v, dict) else "")
+def test_context_shift_names_each_typical_slip(slip, hint):
+    verdict = checks.context_shift(lambda n, c, k: _shift(n, c, k, **slip))
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_context_shift_lookup_table_and_junk_fail():
+    table = {case[:3]: case[3] for case in checks._shift_cases()[:3]}  # the probes the check shows
+    verdict = checks.context_shift(lambda n, c, k: table.get((n, c, k), list(range(n))))
+    assert verdict.ok is False and "Right until the first shift" in verdict.message, verdict
+    for junk, hint in [(lambda n, c, k: 1 / 0, "ZeroDivisionError"),
+                       (lambda n, c, k: "0 1 2", "list of whole numbers"),
+                       (lambda n, c, k: [0.5] * n, "not a whole number"),
+                       (lambda n, c, k: list(range(n))[::-1], "in order")]:
+        verdict = checks.context_shift(junk)
+        assert verdict.ok is False and hint in verdict.message, (hint, verdict.message)
+
+
+def test_context_shift_cases_cover_the_edges():
+    shapes = [c[:3] for c in checks._shift_cases()]
+    assert any(n == 0 for n, _, _ in shapes) and any(n == c - 1 for n, c, _ in shapes)
+    assert any(n == c for n, c, _ in shapes) and any(k == 0 and n > c for n, c, k in shapes)
+    assert any(k + 1 > c - 4 and n > c for n, c, k in shapes)
+    assert any(c == 5 for _, c, _ in shapes) and len(shapes) >= 25

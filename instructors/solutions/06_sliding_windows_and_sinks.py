@@ -28,3 +28,18 @@ def streaming_cache(n_sink, n_recent, n):
     recent = list(range(max(n_sink, n - n_recent), n))  # never a sink twice
     positions = sinks + recent
     return positions, list(range(len(positions)))
+
+
+# Going deeper, exercise 5: llama-server's cache after n tokens with -c n_ctx --keep n_keep
+# --context-shift (token 0 is the BOS). Before a token goes in, a cache already holding
+# n_ctx - 1 tokens keeps BOS + --keep (never more than n_ctx - 4), drops half of the rest,
+# rounded down, and closes the gap; the new token then goes in at the end.
+def context_shift(n, n_ctx, n_keep):
+    keep = min(n_ctx - 4, n_keep + 1)
+    n_discard = (n_ctx - 1 - keep) // 2
+    held = []
+    for token in range(n):
+        if len(held) == n_ctx - 1:
+            del held[keep:keep + n_discard]
+        held.append(token)
+    return held
