@@ -3,7 +3,7 @@
 Symbols follow FlashAttention-2 (Dao, 2023), Algorithm 1, and Milakov & Gimelshein (2018):
 
     m    running maximum of the scores seen so far
-    s    running denominator: sum_j exp(x_j - m) over the scores seen so far, for the current m
+    l    running denominator: sum_j exp(x_j - m) over the scores seen so far, for the current m
     acc  running numerator of the output: sum_j exp(x_j - m) * v_j
 
 When a new score raises the maximum from m_old to m_new, everything accumulated so far was
@@ -11,7 +11,7 @@ computed relative to m_old, so it is multiplied by exp(m_old - m_new). That keep
 <= 0 (no overflow) and needs only one pass.
 
 A learned sink logit (gpt-oss style) is one extra score with no value vector: it joins the
-denominator s with the same rescaling and adds nothing to acc.
+denominator l with the same rescaling and adds nothing to acc.
 """
 from dataclasses import dataclass
 
@@ -27,11 +27,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SoftmaxStep:
-    """State after reading one score: the score x, the running max m and denominator s."""
+    """State after reading one score: the score x, the running max m and denominator l."""
     i: int
     x: float
     m: float
-    s: float
+    l: float
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class AttentionStep:
     key: object
     score: float
     m: float
-    s: float
+    l: float
     acc: tuple
 
 
@@ -77,16 +77,16 @@ def _rescale(m_old, m_new):
 
 
 def _steps(x):
-    """Yield (i, x_i, m, s) after each score: the one-pass recurrence itself."""
-    m, s = -np.inf, 0.0  # nothing seen yet: the sum of no terms is 0 (and m = -inf is its max)
+    """Yield (i, x_i, m, l) after each score: the one-pass recurrence itself."""
+    m, l = -np.inf, 0.0  # nothing seen yet: the sum of no terms is 0 (and m = -inf is its max)
     for i, xi in enumerate(x):
         m_new = max(m, xi)
         if m_new == -np.inf:  # only -inf so far: exp(-inf) terms contribute nothing
-            yield i, xi, m, s
+            yield i, xi, m, l
             continue
-        s = s * _rescale(m, m_new) + float(np.exp(xi - m_new))
+        l = l * _rescale(m, m_new) + float(np.exp(xi - m_new))
         m = m_new
-        yield i, xi, m, s
+        yield i, xi, m, l
 
 
 def two_pass_softmax(x):
@@ -100,34 +100,34 @@ def two_pass_softmax(x):
 
 
 def online_softmax(x):
-    """Softmax of the 1-D scores ``x`` in one pass (running max m, running sum s).
+    """Softmax of the 1-D scores ``x`` in one pass (running max m, running sum l).
 
     Equal to the two-pass softmax, also for -inf entries (probability 0) and huge magnitudes.
     Raises ValueError when x is empty, holds NaN or +inf, or is all -inf.
     """
     x = _as_scores(x, "x")
-    for _, _, m, s in _steps(x):
+    for _, _, m, l in _steps(x):
         pass
     if m == -np.inf:
         raise ValueError("x: every entry is -inf, softmax is undefined")
-    return np.exp(x - m) / s
+    return np.exp(x - m) / l
 
 
 def online_softmax_trace(x):
     """The one-pass recurrence step by step: a list of SoftmaxStep (notebook 02's step table)."""
     x = _as_scores(x, "x")
-    return [SoftmaxStep(i, float(xi), float(m), float(s)) for i, xi, m, s in _steps(x)]
+    return [SoftmaxStep(i, float(xi), float(m), float(l)) for i, xi, m, l in _steps(x)]
 
 
 def online_attention_trace(scores, values, sink_logit=None):
-    """State (m, s, acc) after each key, then after the sink if given (notebook 02's key table).
+    """State (m, l, acc) after each key, then after the sink if given (notebook 02's key table).
 
-    ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / s of the last step.
+    ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / l of the last step.
     """
     scores = _as_scores(scores, "scores")
     values = _as_values(values, scores.shape[0])
     sink = _check_sink(sink_logit)
-    m, s = -np.inf, 0.0
+    m, l = -np.inf, 0.0
     acc = np.zeros(values.shape[1])  # (dv,) weighted sum of values, relative to m
     trace = []
     with np.errstate(over="ignore", invalid="ignore"):  # overflow: named below
@@ -136,17 +136,17 @@ def online_attention_trace(scores, values, sink_logit=None):
             if m_new > -np.inf:  # a key hidden by -inf adds nothing (no -inf - -inf)
                 alpha, w = _rescale(m, m_new), float(np.exp(x - m_new))
                 acc = acc * alpha + w * v
-                s = s * alpha + w
+                l = l * alpha + w
                 m = m_new
-            trace.append(AttentionStep(j, float(x), float(m), float(s), tuple(acc)))
+            trace.append(AttentionStep(j, float(x), float(m), float(l), tuple(acc)))
         if sink is not None:  # one more score in the denominator, no value vector
             m_new = max(m, sink)
             alpha = _rescale(m, m_new)
             acc = acc * alpha
-            s = s * alpha + float(np.exp(sink - m_new))
+            l = l * alpha + float(np.exp(sink - m_new))
             m = m_new
-            trace.append(AttentionStep("sink", sink, float(m), float(s), tuple(acc)))
-    if s == 0.0:
+            trace.append(AttentionStep("sink", sink, float(m), float(l), tuple(acc)))
+    if l == 0.0:
         raise ValueError("scores: every entry is -inf and there is no sink, the row is undefined")
     if not np.isfinite(acc).all():
         raise ValueError("values: finite values overflowed the weighted sum acc in float64 "
@@ -155,9 +155,9 @@ def online_attention_trace(scores, values, sink_logit=None):
 
 
 def online_attention_row(scores, values, sink_logit=None):
-    """Attention output for one query, reading one key at a time: acc / s at the end.
+    """Attention output for one query, reading one key at a time: acc / l at the end.
 
     With ``sink_logit`` the denominator also holds exp(sink - m): the weights sum to less than 1.
     """
     last = online_attention_trace(scores, values, sink_logit)[-1]
-    return np.asarray(last.acc) / last.s
+    return np.asarray(last.acc) / last.l

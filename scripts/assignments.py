@@ -204,19 +204,19 @@ def exercises(path):
 # student's function.
 HIDDEN = {
     "online_softmax_update": '''\
-def _unseen(m, s, x, c=0.75):  # every score shifted by c: m moves with it, s does not
-    out = {f}(m + c, s, x + c)
+def _unseen(m, l, x, c=0.75):  # every score shifted by c: m moves with it, l does not
+    out = {f}(m + c, l, x + c)
     try:
-        m_new, s_new = out
-        return m_new - c, s_new
+        m_new, l_new = out
+        return m_new - c, l_new
     except Exception:
         return out''',
     "attention_update": '''\
-def _unseen(m, s, acc, x, v, c=0.75, k=2.0):  # scores shifted by c, values scaled by k
-    out = {f}(m + c, s, np.asarray(acc) * k, x + c, np.asarray(v) * k)
+def _unseen(m, l, acc, x, v, c=0.75, k=2.0):  # scores shifted by c, values scaled by k
+    out = {f}(m + c, l, np.asarray(acc) * k, x + c, np.asarray(v) * k)
     try:
-        m_new, s_new, acc_new = out
-        return m_new - c, s_new, np.asarray(acc_new, dtype=float) / k
+        m_new, l_new, acc_new = out
+        return m_new - c, l_new, np.asarray(acc_new, dtype=float) / k
     except Exception:
         return out''',
     "program_heads": '''\

@@ -251,11 +251,11 @@ def _wrong_plan(exs):
 
 
 CHEAT = """\
-def update(m, s, x):  # right on the scores the check uses (whole and half numbers) only
+def update(m, l, x):  # right on the scores the check uses (whole and half numbers) only
     m_new = max(m, x)
     if (x * 2) % 1:
-        return m_new, s
-    return m_new, s * math.exp(m - m_new) + math.exp(x - m_new)
+        return m_new, l
+    return m_new, l * math.exp(m - m_new) + math.exp(x - m_new)
 
 checks.attention.online_softmax_update(update)"""
 

@@ -598,9 +598,9 @@ PUBLIC_CHECKS = [pytest.param(module, name, id=f"{module.__name__.rsplit('.', 1)
 # The hints of the kind gates, as the checks gave them before they shared the preamble (for an
 # answer of 42): a function exercise given a value, the dict exercise given a value.
 GATE_HINTS = {
-    "online_softmax_update": "Give a function update(m, s, x) that returns (m_new, s_new).",
-    "attention_update": "Give a function update(m, s, acc, x, v) returning "
-                        "(m_new, s_new, acc_new).",
+    "online_softmax_update": "Give a function update(m, l, x) that returns (m_new, l_new).",
+    "attention_update": "Give a function update(m, l, acc, x, v) returning "
+                        "(m_new, l_new, acc_new).",
     "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
     "tiled_causal": "Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
     "bytes_per_token": "Give a function bytes_per_token(config) that returns a number of bytes.",

@@ -78,80 +78,80 @@ def test_attention_share_mistakes():
 # ------------------------------------------------------------------ notebook 02
 
 def test_online_softmax_update_typical_mistakes():
-    def forgot_rescale(m, s, x):
+    def forgot_rescale(m, l, x):
         m_new = max(m, x)
-        return m_new, s + math.exp(x - m_new)
+        return m_new, l + math.exp(x - m_new)
 
-    def upside_down(m, s, x):
+    def upside_down(m, l, x):
         m_new = max(m, x)
-        return m_new, s * np.exp(m_new - m) + np.exp(x - m_new)
+        return m_new, l * np.exp(m_new - m) + np.exp(x - m_new)
 
-    def rescaled_new_term(m, s, x):
+    def rescaled_new_term(m, l, x):
         m_new = max(m, x)
-        return m_new, s + math.exp(x - m_new) * math.exp(m - m_new)
+        return m_new, l + math.exp(x - m_new) * math.exp(m - m_new)
 
-    def latest_not_max(m, s, x):
-        return x, s * math.exp(m - x) + 1.0
+    def latest_not_max(m, l, x):
+        return x, l * math.exp(m - x) + 1.0
 
-    def no_max(m, s, x):
-        return max(m, x), s + math.exp(x)
+    def no_max(m, l, x):
+        return max(m, x), l + math.exp(x)
 
-    def swapped(m, s, x):
-        return tuple(reversed(S2.online_softmax_update(m, s, x)))
+    def swapped(m, l, x):
+        return tuple(reversed(S2.online_softmax_update(m, l, x)))
 
-    def crashes(m, s, x):
+    def crashes(m, l, x):
         raise KeyError("oops")
 
-    assert_wrong(checks.online_softmax_update(forgot_rescale), "forgot to rescale s")
+    assert_wrong(checks.online_softmax_update(forgot_rescale), "forgot to rescale l")
     assert_wrong(checks.online_softmax_update(upside_down), "upside down")
     assert_wrong(checks.online_softmax_update(rescaled_new_term), "belongs on the old sum")
     assert_wrong(checks.online_softmax_update(latest_not_max), "running maximum")
     assert_wrong(checks.online_softmax_update(no_max), "subtract the running max")
     assert_wrong(checks.online_softmax_update(swapped), "swapped")
     assert_wrong(checks.online_softmax_update(crashes), "KeyError")
-    assert_wrong(checks.online_softmax_update(lambda m, s, x: 1.0), "two numbers")
+    assert_wrong(checks.online_softmax_update(lambda m, l, x: 1.0), "two numbers")
     assert_wrong(checks.online_softmax_update(42), "function")
 
 
 def test_online_softmax_update_numpy_version_is_accepted():
-    def with_numpy(m, s, x):
+    def with_numpy(m, l, x):
         m_new = np.maximum(m, x)
         if m_new == -np.inf:  # only masked keys so far
-            return m_new, s
-        return m_new, s * np.exp(m - m_new) + np.exp(x - m_new)
+            return m_new, l
+        return m_new, l * np.exp(m - m_new) + np.exp(x - m_new)
 
     assert checks.online_softmax_update(with_numpy).ok is True
 
 
 def test_online_softmax_update_first_key_must_work():
-    def breaks_on_first_key(m, s, x):  # 0 * exp(inf): NaN when m = -inf
+    def breaks_on_first_key(m, l, x):  # 0 * exp(inf): NaN when m = -inf
         m_new = max(m, x)
-        s_new = s * np.exp(m - m_new) + np.exp(x - m_new)
-        return m_new, s_new if m > -math.inf else float("nan")
+        l_new = l * np.exp(m - m_new) + np.exp(x - m_new)
+        return m_new, l_new if m > -math.inf else float("nan")
 
     assert_wrong(checks.online_softmax_update(breaks_on_first_key), "first key")
 
 
-def _unguarded(m, s, x):
+def _unguarded(m, l, x):
     """The one-pass formula with no guard: exp(-inf - (-inf)) is NaN on a masked first key."""
     m_new = max(m, x)
-    return m_new, s * math.exp(m - m_new) + math.exp(x - m_new)
+    return m_new, l * math.exp(m - m_new) + math.exp(x - m_new)
 
 
-def _unguarded_acc(m, s, acc, x, v):
+def _unguarded_acc(m, l, acc, x, v):
     m_new = max(m, x)
     a, w = math.exp(m - m_new), math.exp(x - m_new)
-    return m_new, s * a + w, np.asarray(acc) * a + w * np.asarray(v)
+    return m_new, l * a + w, np.asarray(acc) * a + w * np.asarray(v)
 
 
 def test_the_solutions_survive_masked_leading_keys():
     assert S2.online_softmax_update(-math.inf, 0.0, -math.inf) == (-math.inf, 0.0)
-    m, s, acc = S2.attention_update(-math.inf, 0.0, np.zeros(2), -math.inf, np.ones(2))
-    assert (m, s, acc.tolist()) == (-math.inf, 0.0, [0.0, 0.0])
-    m, s = -math.inf, 0.0
+    m, l, acc = S2.attention_update(-math.inf, 0.0, np.zeros(2), -math.inf, np.ones(2))
+    assert (m, l, acc.tolist()) == (-math.inf, 0.0, [0.0, 0.0])
+    m, l = -math.inf, 0.0
     for x in (-math.inf, -math.inf, 1.0, 3.0):  # an all-masked prefix, then scores
-        m, s = S2.online_softmax_update(m, s, x)
-    assert (m, s) == (3.0, pytest.approx(math.exp(-2) + 1))
+        m, l = S2.online_softmax_update(m, l, x)
+    assert (m, l) == (3.0, pytest.approx(math.exp(-2) + 1))
 
 
 def test_an_update_without_the_masked_key_guard_is_wrong():
@@ -164,56 +164,56 @@ def test_an_update_without_the_masked_key_guard_is_wrong():
 
 
 def test_a_guard_only_on_the_first_step_is_caught_by_the_masked_prefix():
-    def first_call_only(m, s, x, _seen=[]):  # guards the probe, not a second masked key
+    def first_call_only(m, l, x, _seen=[]):  # guards the probe, not a second masked key
         if m == x == -math.inf and not _seen:
             _seen.append(1)
-            return m, s
-        return _unguarded(m, s, x)
+            return m, l
+        return _unguarded(m, l, x)
 
     assert_wrong(checks.online_softmax_update(first_call_only), "(-inf, -inf, 1, 3")
 
-    def masked_adds_one(m, s, x):  # treats a masked key as a real one of score m
+    def masked_adds_one(m, l, x):  # treats a masked key as a real one of score m
         if x == -math.inf:
-            return (m, s + 1.0) if m > -math.inf else (m, s)
-        return S2.online_softmax_update(m, s, x)
+            return (m, l + 1.0) if m > -math.inf else (m, l)
+        return S2.online_softmax_update(m, l, x)
 
     assert_wrong(checks.online_softmax_update(masked_adds_one), "update(3.0")
 
-    def acc_keeps_masked_values(m, s, acc, x, v):  # a masked key's value sneaks into acc
-        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
-        return m_new, s_new, acc_new + (v if x == -math.inf and m > -math.inf else 0.0)
+    def acc_keeps_masked_values(m, l, acc, x, v):  # a masked key's value sneaks into acc
+        m_new, l_new, acc_new = S2.attention_update(m, l, acc, x, v)
+        return m_new, l_new, acc_new + (v if x == -math.inf and m > -math.inf else 0.0)
 
     assert_wrong(checks.attention_update(acc_keeps_masked_values), "expected")
 
 
 def test_attention_update_typical_mistakes():
-    def forgot_acc(m, s, acc, x, v):
+    def forgot_acc(m, l, acc, x, v):
         m_new = max(m, x)
         a, w = math.exp(m - m_new), math.exp(x - m_new)
-        return m_new, s * a + w, acc + w * v
+        return m_new, l * a + w, acc + w * v
 
-    def forgot_s(m, s, acc, x, v):
+    def forgot_s(m, l, acc, x, v):
         m_new = max(m, x)
         a, w = math.exp(m - m_new), math.exp(x - m_new)
-        return m_new, s + w, acc * a + w * v
+        return m_new, l + w, acc * a + w * v
 
-    def divides_early(m, s, acc, x, v):
-        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
-        return m_new, s_new, acc_new / s_new
+    def divides_early(m, l, acc, x, v):
+        m_new, l_new, acc_new = S2.attention_update(m, l, acc, x, v)
+        return m_new, l_new, acc_new / l_new
 
-    def weight_old_max(m, s, acc, x, v):
+    def weight_old_max(m, l, acc, x, v):
         m_new = max(m, x)
         a = math.exp(m - m_new)
         w_old = math.exp(x - m) if m > -math.inf else 1.0
-        return m_new, s * a + math.exp(x - m_new), acc * a + w_old * v
+        return m_new, l * a + math.exp(x - m_new), acc * a + w_old * v
 
-    def scalar_acc(m, s, acc, x, v):
-        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
-        return m_new, s_new, float(acc_new[0])
+    def scalar_acc(m, l, acc, x, v):
+        m_new, l_new, acc_new = S2.attention_update(m, l, acc, x, v)
+        return m_new, l_new, float(acc_new[0])
 
     assert_wrong(checks.attention_update(forgot_acc), "but not acc")
-    assert_wrong(checks.attention_update(forgot_s), "but s is not")
-    assert_wrong(checks.attention_update(divides_early), "divide by s", "once")
+    assert_wrong(checks.attention_update(forgot_s), "but l is not")
+    assert_wrong(checks.attention_update(divides_early), "divide by l", "once")
     assert_wrong(checks.attention_update(weight_old_max), "relative to the new max")
     assert_wrong(checks.attention_update(scalar_acc), "vector")
     assert_wrong(checks.attention_update(lambda *a: (1, 2)), "three things")
@@ -221,12 +221,12 @@ def test_attention_update_typical_mistakes():
 
 
 def test_attention_update_accepts_lists_and_tuples():
-    def with_lists(m, s, acc, x, v):
+    def with_lists(m, l, acc, x, v):
         m_new = max(m, x)
         if m_new == -math.inf:
-            return m_new, s, list(acc)
+            return m_new, l, list(acc)
         a, w = math.exp(m - m_new), math.exp(x - m_new)
-        return m_new, s * a + w, [acc[i] * a + w * v[i] for i in range(len(v))]
+        return m_new, l * a + w, [acc[i] * a + w * v[i] for i in range(len(v))]
 
     assert checks.attention_update(with_lists).ok is True
 
@@ -234,15 +234,15 @@ def test_attention_update_accepts_lists_and_tuples():
 def test_sink_share_mistakes():
     x = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)
     s5 = sum(math.exp(v - 5) for v in x)  # the keys' sum, relative to their max 5
-    s6 = s5 * math.exp(5 - 6) + 1.0  # the sink (6) is the new max
-    assert checks.sink_share(1.0 / s6).ok is True  # about 0.632
-    assert checks.sink_share(math.exp(6) / (sum(math.exp(v) for v in x) + math.exp(6))).ok is True
-    assert_wrong(checks.sink_share(1.0 / (s5 + 1.0)), "forgot to rescale s")
-    assert_wrong(checks.sink_share(math.exp(6 - 5) / s5), "joins the denominator")
-    assert_wrong(checks.sink_share(1.0), "over the new s")
-    assert_wrong(checks.sink_share(1 - 1.0 / s6), "keys' share")
-    assert_wrong(checks.sink_share(100 / s6), "percentage")
-    assert_wrong(checks.sink_share(math.exp(6) / s5), "reference points")
+    s7 = s5 * math.exp(5 - 7) + 1.0  # the sink (z = 7) is the new max
+    assert checks.sink_share(1.0 / s7).ok is True  # about 0.824
+    assert checks.sink_share(math.exp(7) / (sum(math.exp(v) for v in x) + math.exp(7))).ok is True
+    assert_wrong(checks.sink_share(1.0 / (s5 + 1.0)), "forgot to rescale l")
+    assert_wrong(checks.sink_share(math.exp(7 - 5) / s5), "joins the denominator")
+    assert_wrong(checks.sink_share(1.0), "over the new l")
+    assert_wrong(checks.sink_share(1 - 1.0 / s7), "keys' share")
+    assert_wrong(checks.sink_share(100 / s7), "percentage")
+    assert_wrong(checks.sink_share(math.exp(7) / s5), "reference points")
 
 
 # ------------------------------------------------------------------ notebook 03
@@ -309,33 +309,33 @@ def _f32(update):
 
 
 def _np_softmax(rescale=True, upside_down=False):
-    def update(m, s, x):
+    def update(m, l, x):
         m_new = np.maximum(m, x)
         if m_new == -np.inf:  # only masked keys so far
-            return m_new, s
+            return m_new, l
         alpha = np.exp(m_new - m) if upside_down else np.exp(m - m_new)
-        return m_new, (s * alpha if rescale else s) + np.exp(x - m_new)
+        return m_new, (l * alpha if rescale else l) + np.exp(x - m_new)
     return update
 
 
 def test_a_float32_update_is_correct_and_float32_slips_keep_their_hints():
     assert checks.online_softmax_update(_f32(_np_softmax())).ok is True
     assert_wrong(checks.online_softmax_update(_f32(_np_softmax(rescale=False))),
-                 "forgot to rescale s")
+                 "forgot to rescale l")
     assert_wrong(checks.online_softmax_update(_f32(_np_softmax(upside_down=True))),
                  "upside down")
 
-    def acc32(m, s, acc, x, v):
+    def acc32(m, l, acc, x, v):
         m_new = np.maximum(m, x)
         if m_new == -np.inf:
-            return m_new, s, acc
+            return m_new, l, acc
         alpha, w = np.exp(m - m_new), np.exp(x - m_new)
-        return m_new, s * alpha + w, acc * alpha + w * v
+        return m_new, l * alpha + w, acc * alpha + w * v
 
-    def acc32_no_rescale(m, s, acc, x, v):
+    def acc32_no_rescale(m, l, acc, x, v):
         m_new = np.maximum(m, x)
         alpha, w = np.exp(m - m_new), np.exp(x - m_new)
-        return m_new, s * alpha + w, acc + w * v
+        return m_new, l * alpha + w, acc + w * v
 
     assert checks.attention_update(_f32(acc32)).ok is True
     assert_wrong(checks.attention_update(_f32(acc32_no_rescale)), "but not acc")
@@ -343,20 +343,20 @@ def test_a_float32_update_is_correct_and_float32_slips_keep_their_hints():
 
 @needs("torch")
 def test_a_torch_update_is_correct():
-    def update(m, s, x):
-        m, s, x = (torch.tensor(float(v)) for v in (m, s, x))  # float32 tensors
+    def update(m, l, x):
+        m, l, x = (torch.tensor(float(v)) for v in (m, l, x))  # float32 tensors
         m_new = torch.maximum(m, x)
         if m_new == -math.inf:
-            return m_new, s
-        return m_new, s * torch.exp(m - m_new) + torch.exp(x - m_new)
+            return m_new, l
+        return m_new, l * torch.exp(m - m_new) + torch.exp(x - m_new)
 
     assert checks.online_softmax_update(update).ok is True
 
 
 def test_a_mismatch_shows_numbers_that_visibly_differ():
-    def slightly_off(m, s, x):
-        m_new, s_new = S2.online_softmax_update(m, s, x)
-        return m_new, s_new * (1 + 3e-5)
+    def slightly_off(m, l, x):
+        m_new, l_new = S2.online_softmax_update(m, l, x)
+        return m_new, l_new * (1 + 3e-5)
 
     verdict = checks.online_softmax_update(slightly_off)
     got, want = re.findall(r"returned \(5, ([\d.]+)\).*= ([\d.]+)\.$", verdict.message)[0]
@@ -369,20 +369,20 @@ def test_an_update_returning_an_iterator_is_read_once():
 
 
 def test_a_function_writing_into_its_inputs_cannot_corrupt_the_reference():
-    def scribbles_v(m, s, acc, x, v):
-        out = S2.attention_update(m, s, acc, x, v)
+    def scribbles_v(m, l, acc, x, v):
+        out = S2.attention_update(m, l, acc, x, v)
         v *= 2  # after computing: the check's own values must not change
         acc *= 0
         return out
 
     assert checks.attention_update(scribbles_v).ok is True
 
-    def wrong_plain(m, s, acc, x, v):
-        m_new, s_new, acc_new = S2.attention_update(m, s, acc, x, v)
-        return m_new, s_new, acc_new * (1.0 if m == -math.inf or x < 4 else 1.5)
+    def wrong_plain(m, l, acc, x, v):
+        m_new, l_new, acc_new = S2.attention_update(m, l, acc, x, v)
+        return m_new, l_new, acc_new * (1.0 if m == -math.inf or x < 4 else 1.5)
 
-    def wrong_scribbling(m, s, acc, x, v):
-        out = wrong_plain(m, s, acc, x, v)
+    def wrong_scribbling(m, l, acc, x, v):
+        out = wrong_plain(m, l, acc, x, v)
         v *= 2
         return out
 
@@ -391,10 +391,10 @@ def test_a_function_writing_into_its_inputs_cannot_corrupt_the_reference():
 
 
 def test_function_stubs_are_not_attempted_and_a_missing_return_is_wrong():
-    def stub(m, s, x):
+    def stub(m, l, x):
         return None  # your code
 
-    def not_implemented(m, s, acc, x, v):
+    def not_implemented(m, l, acc, x, v):
         raise NotImplementedError
 
     assert checks.online_softmax_update(stub).message == NOT_ATTEMPTED
@@ -430,9 +430,9 @@ def test_counts_must_be_whole():
 
 
 def test_close_digits_on_a_hand_typed_answer():
-    assert_wrong(checks.sink_share(0.63), "close:", "more digits")
-    assert_wrong(checks.sink_share(0.6), "close:")
-    assert not checks.sink_share(0.64).message.startswith("Close")
+    assert_wrong(checks.sink_share(0.82), "close:", "more digits")
+    assert_wrong(checks.sink_share(0.8), "close:")
+    assert not checks.sink_share(0.83).message.startswith("Close")
 
 
 # ------------------------------------------------------------------ notebook 03: the build
@@ -441,7 +441,7 @@ def _student_loop(q, k, v, B, *, visit="right", mask="right", rescale_acc=True,
                   rescale_s=True, top_left=False, scaled=True, reverse=False, floor=False):
     """A student's tiled causal loop, written apart from the check's own, with one slip chosen
     by keyword (visit "all" tiles or only those "below" the diagonal; mask "none", "strict"
-    or "loose"; no rescale of acc or s; queries at 0..nq-1; no 1/sqrt(d); key blocks visited
+    or "loose"; no rescale of acc or l; queries at 0..nq-1; no 1/sqrt(d); key blocks visited
     last first with no guard; whole blocks only)."""
     nq, nk = len(q), len(k)
     offset = 0 if top_left else nk - nq
@@ -451,7 +451,7 @@ def _student_loop(q, k, v, B, *, visit="right", mask="right", rescale_acc=True,
             i1 = min(i0 + B, nq)
             p = np.arange(offset + i0, offset + i1)
             qi = q[i0:i1] / (np.sqrt(q.shape[1]) if scaled else 1)
-            m, s, acc = np.full(len(p), -np.inf), np.zeros(len(p)), np.zeros((len(p), v.shape[1]))
+            m, l, acc = np.full(len(p), -np.inf), np.zeros(len(p)), np.zeros((len(p), v.shape[1]))
             end = (nk // B) * B if floor else nk
             starts = [j0 for j0 in range(0, end, B)
                       if visit == "all" or (visit == "right" and j0 <= p[-1])
@@ -465,11 +465,11 @@ def _student_loop(q, k, v, B, *, visit="right", mask="right", rescale_acc=True,
                 x[hidden] = -np.inf
                 m_new = np.maximum(m, x.max(axis=1))
                 a, w = np.exp(m - m_new), np.exp(x - m_new[:, None])
-                s = (s * a if rescale_s else s) + w.sum(axis=1)
+                l = (l * a if rescale_s else l) + w.sum(axis=1)
                 acc = (acc * a[:, None] if rescale_acc else acc) + w @ v[j0:j1]
                 m = m_new
                 tiles += 1
-            out[i0:i1] = acc / s[:, None]
+            out[i0:i1] = acc / l[:, None]
     return out, tiles
 
 
@@ -479,7 +479,7 @@ def computes_every_tile(q, k, v, B):
     out, tiles = np.empty((len(q), v.shape[1])), 0
     for i0 in range(0, len(q), B):
         p = offset + np.arange(i0, min(i0 + B, len(q)))
-        m, s = np.full(len(p), -np.inf), np.zeros(len(p))
+        m, l = np.full(len(p), -np.inf), np.zeros(len(p))
         acc = np.zeros((len(p), v.shape[1]))
         for j0 in range(0, len(k), B):
             x = q[p - offset] @ k[j0:j0 + B].T / np.sqrt(q.shape[1])
@@ -487,9 +487,9 @@ def computes_every_tile(q, k, v, B):
             m_new = np.maximum(m, x.max(axis=1))
             m_ref = np.where(m_new == -np.inf, 0.0, m_new)
             a, w = np.exp(m - m_ref), np.exp(x - m_ref[:, None])
-            s, acc, m = s * a + w.sum(axis=1), acc * a[:, None] + w @ v[j0:j0 + B], m_new
+            l, acc, m = l * a + w.sum(axis=1), acc * a[:, None] + w @ v[j0:j0 + B], m_new
             tiles += 1
-        out[p - offset] = acc / s[:, None]
+        out[p - offset] = acc / l[:, None]
     return out, tiles
 
 
@@ -514,9 +514,9 @@ def test_tiled_causal_reference_and_an_independent_loop_are_correct():
     (dict(visit="right", mask="none"), ["need the mask inside", "j > p"]),
     (dict(mask="strict"), ["off by one", "its own key"]),
     (dict(mask="loose"), ["off by one", "p + 1"]),
-    (dict(rescale_acc=False), ["rescaled s but not acc"]),
-    (dict(rescale_s=False), ["s is not"]),
-    (dict(rescale_acc=False, rescale_s=False), ["neither s nor acc"]),
+    (dict(rescale_acc=False), ["rescaled l but not acc"]),
+    (dict(rescale_s=False), ["l is not"]),
+    (dict(rescale_acc=False, rescale_s=False), ["neither l nor acc"]),
     (dict(top_left=True), ["last nq positions", "nk - nq + i"]),
     (dict(scaled=False), ["1/sqrt(d)"]),
     (dict(reverse=True), ["nan", "masked first key"]),

@@ -21,14 +21,14 @@ def ref_softmax(x):
 
 
 def test_example2_step_table():
-    """Notebook 02's table: m and s after each of 1, 3, 2, 5, 0.5, 4."""
+    """Notebook 02's table: m and l after each of 1, 3, 2, 5, 0.5, 4."""
     steps = online_softmax_trace(EXAMPLE_X)
     assert [st.m for st in steps] == [1.0, 3.0, 3.0, 5.0, 5.0, 5.0]
-    # Each s is the sum of exp(x_j - m) over the scores seen so far: recompute it directly.
+    # Each l is the sum of exp(x_j - m) over the scores seen so far: recompute it directly.
     for k, step in enumerate(steps):
         expect = math.fsum(math.exp(x - step.m) for x in EXAMPLE_X[: k + 1])
-        assert step.s == pytest.approx(expect, rel=1e-14)
-    assert [round(st.s, 6) for st in steps] == [1.0, 1.135335, 1.503215, 1.203438, 1.214547,
+        assert step.l == pytest.approx(expect, rel=1e-14)
+    assert [round(st.l, 6) for st in steps] == [1.0, 1.135335, 1.503215, 1.203438, 1.214547,
                                                 1.582426]
 
 
@@ -83,7 +83,7 @@ def ref_attention_row(scores, values, sink=None):
 
 def test_example3_accumulator_table():
     trace = online_attention_trace(EXAMPLE_X, EXAMPLE_V)
-    table = [(st.m, round(st.s, 4), round(st.acc[0], 4), round(st.acc[1], 4)) for st in trace]
+    table = [(st.m, round(st.l, 4), round(st.acc[0], 4), round(st.acc[1], 4)) for st in trace]
     assert table == [(1.0, 1.0, 1.0, 0.0), (3.0, 1.1353, 0.1353, 1.0), (3.0, 1.5032, 0.5032, 1.3679),
                      (5.0, 1.2034, 2.0681, 0.1851), (5.0, 1.2145, 2.0681, 0.2073),
                      (5.0, 1.5824, 2.436, -0.1605)]
@@ -101,7 +101,7 @@ def test_sink_logit_joins_the_denominator_only():
     np.testing.assert_allclose(out, ref_attention_row(EXAMPLE_X, EXAMPLE_V, sink=4.5), rtol=1e-13)
     trace = online_attention_trace(EXAMPLE_X, EXAMPLE_V, sink_logit=4.5)
     assert trace[-1].key == "sink"
-    assert trace[-1].s == pytest.approx(1.582426428 + math.exp(4.5 - 5.0), rel=1e-9)
+    assert trace[-1].l == pytest.approx(1.582426428 + math.exp(4.5 - 5.0), rel=1e-9)
     # The weights now sum to less than one: the output shrinks towards zero.
     assert np.linalg.norm(out) < np.linalg.norm(online_attention_row(EXAMPLE_X, EXAMPLE_V))
 

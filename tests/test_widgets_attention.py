@@ -64,17 +64,17 @@ def test_online_softmax_explorer_steps_through_example_3():
     w = W.online_softmax_explorer()
     x, v = np.array(W.EXAMPLE_SCORES), np.array(W.EXAMPLE_VALUES, dtype=float)
     assert w.values["keys"] == 6 and w.values["sink"] is False
-    assert "output acc / s = (1.539397, -0.101451)" in w.readout
+    assert "output acc / l = (1.539397, -0.101451)" in w.readout
 
     w.controls["keys"].value = 4  # key 3 (x = 5) raises the max from 3 to 5
     last = online_attention_trace(x[:4], v[:4])[-1]
-    assert f"m = 5, s = {last.s:.6f}" in w.readout
+    assert f"m = 5, l = {last.l:.6f}" in w.readout
     assert f"exp(m_old - m_new) = {math.exp(-2):.6f}" in w.readout
     heights = [b.get_height() for b in w.artists["terms"]]
     np.testing.assert_allclose(heights[:4], np.exp(x[:4] - 5.0))
     assert heights[4:] == [0.0, 0.0, 0.0]  # keys 4, 5 unread; no sink
     path = np.column_stack(w.artists["plane"]["path"].get_data())
-    expect = [np.asarray(st.acc) / st.s for st in online_attention_trace(x[:4], v[:4])]
+    expect = [np.asarray(st.acc) / st.l for st in online_attention_trace(x[:4], v[:4])]
     np.testing.assert_allclose(path, expect)
 
     w.controls["keys"].value = 3  # x = 2, below the max
@@ -86,13 +86,13 @@ def test_online_softmax_explorer_sink():
     x, v = np.array(W.EXAMPLE_SCORES), np.array(W.EXAMPLE_VALUES, dtype=float)
     w.controls["sink"].value = True
     out = online_attention_row(x, v, sink_logit=4.5)
-    share = math.exp(4.5 - 5) / online_attention_trace(x, v, 4.5)[-1].s
+    share = math.exp(4.5 - 5) / online_attention_trace(x, v, 4.5)[-1].l
     assert f"the sink takes {100 * share:.1f}% of the weight" in w.readout
     assert f"{out[0]:.6f}" in w.readout
     np.testing.assert_allclose(w.artists["plane"]["sink"].get_data(), [[out[0]], [out[1]]])
     heights = [b.get_height() for b in w.artists["terms"]]
     assert heights[-1] == pytest.approx(math.exp(4.5 - 5.0))
-    assert sum(heights) == pytest.approx(online_attention_trace(x, v, 4.5)[-1].s)
+    assert sum(heights) == pytest.approx(online_attention_trace(x, v, 4.5)[-1].l)
 
     w.controls["sink_logit"].value = 8.0  # the sink becomes the max: every key term shrinks
     heights = [b.get_height() for b in w.artists["terms"]]
@@ -113,7 +113,7 @@ def test_sink_logit_is_disabled_while_the_sink_is_off():
     assert not w.controls["sink_logit"].disabled
     before = w.readout
     w.controls["sink_logit"].value = 6.0
-    assert w.readout != before and "sink logit 6:" in w.readout
+    assert w.readout != before and "sink logit z = 6:" in w.readout
     w.controls["sink"].value = False
     assert w.controls["sink_logit"].disabled
 

@@ -2,7 +2,7 @@
 
 A notebook's exercise cell holds a stub the student fills and ends with a check call: a value
 (``answer = None  # your code`` then ``checks.<topic>.<name>(answer)``), or for a function
-exercise the function itself (``def update(m, s, x): return None  # your code`` then
+exercise the function itself (``def update(m, l, x): return None  # your code`` then
 ``checks.attention.online_softmax_update(update)``). The committed notebook runs the check on
 the unfilled stub, so it shows the deterministic "not attempted yet" message: ``None``, and a
 function that still returns None (or raises NotImplementedError) for every input tried, are not

@@ -1,7 +1,7 @@
 """The preamble every exercise check shares: one decorator, run before a check's own judging.
 
     @preamble                                        a value exercise
-    @preamble(function="Give a function update(m, s, x) that returns (m_new, s_new).",
+    @preamble(function="Give a function update(m, l, x) that returns (m_new, l_new).",
               probes=_SOFTMAX_PROBES)                a function exercise
     @preamble(mapping="give a dict such as ..., got {type}")   a dict exercise
 

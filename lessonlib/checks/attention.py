@@ -32,7 +32,7 @@ QUESTIONS = {
     "unfused_scores_mib": dict(config="tiny-random-qwen2vocab", n_ctx=65536, n_ubatch=256),
     "attention_share": dict(n=65536, params=LLAMA3_8B_PARAMS, layers=32, q_dim=4096,
                             config="Llama-3.1-8B"),
-    "sink_share": dict(scores=(1.0, 3.0, 2.0, 5.0, 0.5, 4.0), sink_logit=6.0),
+    "sink_share": dict(scores=(1.0, 3.0, 2.0, 5.0, 0.5, 4.0), sink_logit=7.0),
     "tiled_reads": dict(n=100, d=8, block=16),
     "causal_skipped_blocks": dict(n=300, block=64),
     "small_block_ratio": dict(n=4096, d=128, block=32),
@@ -138,8 +138,8 @@ def _reals(result, k):
         return None
 
 
-# (state m, s, new score x) probes: a key that raises the max (most mistakes show here), a
-# key below the max, the first key (m = -inf, s = 0), huge scores where forgetting the max
+# (state m, l, new score x) probes: a key that raises the max (most mistakes show here), a
+# key below the max, the first key (m = -inf, l = 0), huge scores where forgetting the max
 # overflows, a masked key (-inf) after real ones, and a masked first key, where the formula
 # alone computes exp(-inf - (-inf)) = NaN.
 _SOFTMAX_PROBES = [(3.0, 1.1353352832366128, 5.0), (3.0, 1.5032147244080551, 2.0),
@@ -154,98 +154,98 @@ _MASKED_SCORES = (-math.inf, -math.inf) + QUESTIONS["sink_share"]["scores"][:3] 
 _SCORES = "(" + ", ".join(f"{x:g}" for x in QUESTIONS["sink_share"]["scores"]) + ")"
 _MASKED_TEXT = "(" + ", ".join(f"{x:g}" for x in _MASKED_SCORES) + ")"
 
-_MASKED_FIRST = ("For a masked first key (m = -inf, s = 0, x = -inf) it gave s = {s}: m_new = "
+_MASKED_FIRST = ("For a masked first key (m = -inf, l = 0, x = -inf) it gave l = {l}: m_new = "
                  "max(m, x) is still -inf, and exp(m - m_new) = exp(-inf - (-inf)) is NaN in "
                  "floating point, which then spreads to every later step. While every key so "
                  "far is masked there is nothing to sum: return the state unchanged.")
 
 
-def _softmax_variants(m, s, x):
+def _softmax_variants(m, l, x):
     """The right update and the usual wrong ones, for one probe (NaN where undefined)."""
     m_new = max(m, x)
     if m_new == -math.inf:  # every key so far masked: the state stays; no mistake to name
-        return {"right": (m, s)}
+        return {"right": (m, l)}
     with np.errstate(all="ignore"):
         e = lambda z: float(np.exp(np.float64(z)))  # noqa: E731  (inf instead of OverflowError)
         return {
-            "right": (m_new, s * e(m - m_new) + e(x - m_new)),
-            "no_rescale": (m_new, s + e(x - m_new)),
-            "upside_down": (m_new, s * e(m_new - m) + e(x - m_new)),
-            "rescale_new": (m_new, s + e(x - m_new) * e(m - m_new)),
-            "m_is_x": (x, s * e(m - x) + 1.0),
-            "no_max": (m_new, s + e(x)),
+            "right": (m_new, l * e(m - m_new) + e(x - m_new)),
+            "no_rescale": (m_new, l + e(x - m_new)),
+            "upside_down": (m_new, l * e(m_new - m) + e(x - m_new)),
+            "rescale_new": (m_new, l + e(x - m_new) * e(m - m_new)),
+            "m_is_x": (x, l * e(m - x) + 1.0),
+            "no_max": (m_new, l + e(x)),
         }
 
 
 _SOFTMAX_HINTS = {
-    "no_rescale": "When x raises the max, the old s was summed relative to the old m: multiply "
-                  "it by exp(m - m_new) before adding the new term (you forgot to rescale s).",
+    "no_rescale": "When x raises the max, the old l was summed relative to the old m: multiply "
+                  "it by exp(m - m_new) before adding the new term (you forgot to rescale l).",
     "upside_down": "The rescale factor is upside down: use exp(m - m_new), which is <= 1, "
                    "not exp(m_new - m).",
-    "rescale_new": "The factor exp(m - m_new) belongs on the old sum s, not on the new term.",
+    "rescale_new": "The factor exp(m - m_new) belongs on the old sum l, not on the new term.",
     "m_is_x": "m must be the running maximum, max(m, x), not the latest score.",
     "no_max": "Subtract the running max: add exp(x - m_new), not exp(x), which overflows for "
               "large scores.",
 }
 
 
-@preamble(function="Give a function update(m, s, x) that returns (m_new, s_new).",
+@preamble(function="Give a function update(m, l, x) that returns (m_new, l_new).",
           probes=_SOFTMAX_PROBES)
 def online_softmax_update(update):
-    """``update(m, s, x) -> (m_new, s_new)``: one step of the one-pass softmax (02, ex. 1).
+    """``update(m, l, x) -> (m_new, l_new)``: one step of the one-pass softmax (02, ex. 1, core).
     A right update computed in float32 passes (``FLOAT32_RTOL``)."""
     name = "online_softmax_update"
-    for m, s, x in _SOFTMAX_PROBES:
-        result, error = call(update, m, s, x, overflow=_OVERFLOW)
+    for m, l, x in _SOFTMAX_PROBES:
+        result, error = call(update, m, l, x, overflow=_OVERFLOW)
         if error:
             return wrong(name, error)
         got = _reals(result, 2)
         if got is None:
-            return wrong(name, f"update({m}, {s:.6g}, {x}) returned {_short(result)}; return "
-                               f"two numbers (m_new, s_new).")
-        variants = _softmax_variants(m, s, x)
+            return wrong(name, f"update({m}, {l:.6g}, {x}) returned {_short(result)}; return "
+                               f"two numbers (m_new, l_new).")
+        variants = _softmax_variants(m, l, x)
         right = variants["right"]
         if close_to(got, right, rtol=FLOAT32_RTOL):
             continue
         if close_to(got[::-1], right, rtol=FLOAT32_RTOL):
-            return wrong(name, "The values are right but swapped: return (m_new, s_new).")
+            return wrong(name, "The values are right but swapped: return (m_new, l_new).")
         for key, hint in _SOFTMAX_HINTS.items():
             if key in variants and close_to(got, variants[key], rtol=FLOAT32_RTOL):
                 return wrong(name, hint)
         if m == x == -math.inf:
-            return wrong(name, _MASKED_FIRST.format(s=got[1]) if not np.isfinite(got[1])
-                         else f"For a masked first key (m = -inf, s = 0, x = -inf) it gave "
+            return wrong(name, _MASKED_FIRST.format(l=got[1]) if not np.isfinite(got[1])
+                         else f"For a masked first key (m = -inf, l = 0, x = -inf) it gave "
                               f"({got[0]}, {got[1]}); a masked key adds exp(-inf) = 0, so the "
                               f"state stays (-inf, 0).")
         if not np.isfinite(got[1]):
-            start = "the first key (m = -inf, s = 0)" if m == -math.inf else f"x = {x}"
-            return wrong(name, f"For {start} it gave s = {got[1]}: s must stay a finite sum of "
+            start = "the first key (m = -inf, l = 0)" if m == -math.inf else f"x = {x}"
+            return wrong(name, f"For {start} it gave l = {got[1]}: l must stay a finite sum of "
                                f"exp(x_j - m) terms, each at most 1.")
         (gm, em), (gs, es) = distinct(got[0], right[0]), distinct(got[1], right[1])
-        return wrong(name, f"update({m}, {s:.6g}, {x}) returned ({gm}, {gs}); expected "
-                           f"m_new = max(m, x) = {em} and s_new = s * exp(m - m_new) + "
+        return wrong(name, f"update({m}, {l:.6g}, {x}) returned ({gm}, {gs}); expected "
+                           f"m_new = max(m, x) = {em} and l_new = l * exp(m - m_new) + "
                            f"exp(x - m_new) = {es}.")
     # The probes pass: notebook 02's six scores must come out of the same function, in order,
     # and again behind two masked keys (with a third in the middle).
     for scores, what in ((QUESTIONS["sink_share"]["scores"], f"the six scores {_SCORES}"),
                          (_MASKED_SCORES, f"the scores {_MASKED_TEXT}")):
-        m, s = -math.inf, 0.0
+        m, l = -math.inf, 0.0
         for step in online_softmax_trace(scores):
-            result, error = call(update, m, s, step.x, overflow=_OVERFLOW)
+            result, error = call(update, m, l, step.x, overflow=_OVERFLOW)
             got = None if error else _reals(result, 2)
             if got is None:
                 return wrong(name, error or f"Step {step.i} over {what} returned "
                                    f"{_short(result)}.")
-            m, s = got
-            if not close_to((m, s), (step.m, step.s), rtol=FLOAT32_RTOL):
-                (gm, em), (gs, es) = distinct(m, step.m), distinct(s, step.s)
-                return wrong(name, f"Step {step.i} over {what} gives m = {gm}, s = {gs}; "
-                                   f"expected m = {em}, s = {es}.")
+            m, l = got
+            if not close_to((m, l), (step.m, step.l), rtol=FLOAT32_RTOL):
+                (gm, em), (gs, es) = distinct(m, step.m), distinct(l, step.l)
+                return wrong(name, f"Step {step.i} over {what} gives m = {gm}, l = {gs}; "
+                                   f"expected m = {em}, l = {es}.")
     return correct(name, f"Correct: when the max rises the old sum shrinks by exp(m - m_new), "
-                         f"and the six scores' final s = {s:.6f} comes out in one pass.")
+                         f"and the six scores' final l = {l:.6f} comes out in one pass.")
 
 
-# (m, s, acc, x, v) probes along notebook 02's six keys and their 2-D values: the first key, a
+# (m, l, acc, x, v) probes along notebook 02's six keys and their 2-D values: the first key, a
 # key below the max, a key that raises it, a masked key after real ones, a masked first key.
 _ACC_PROBES = [
     (-math.inf, 0.0, (0.0, 0.0), 1.0, (1.0, 0.0)),
@@ -256,47 +256,47 @@ _ACC_PROBES = [
 ]
 
 
-def _acc_variants(m, s, acc, x, v):
+def _acc_variants(m, l, acc, x, v):
     acc, v = np.asarray(acc, dtype=float), np.asarray(v, dtype=float)
     m_new = max(m, x)
     if m_new == -math.inf:  # every key so far masked: the state stays; no mistake to name
-        return {"right": (m, s, acc)}
+        return {"right": (m, l, acc)}
     a, w = math.exp(m - m_new), math.exp(x - m_new)
-    s_new = s * a + w
+    l_new = l * a + w
     w_old = math.exp(x - m) if m > -math.inf else w
     return {
-        "right": (m_new, s_new, acc * a + w * v),
-        "no_rescale_acc": (m_new, s_new, acc + w * v),
-        "no_rescale_s": (m_new, s + w, acc * a + w * v),
-        "normalised": (m_new, s_new, (acc * a + w * v) / s_new),
-        "old_max_weight": (m_new, s_new, acc * a + w_old * v),
+        "right": (m_new, l_new, acc * a + w * v),
+        "no_rescale_acc": (m_new, l_new, acc + w * v),
+        "no_rescale_s": (m_new, l + w, acc * a + w * v),
+        "normalised": (m_new, l_new, (acc * a + w * v) / l_new),
+        "old_max_weight": (m_new, l_new, acc * a + w_old * v),
     }
 
 
 _ACC_HINTS = {
-    "no_rescale_acc": "You rescaled s but not acc: when the max rises, acc was accumulated "
+    "no_rescale_acc": "You rescaled l but not acc: when the max rises, acc was accumulated "
                       "relative to the old m too, so multiply it by the same exp(m - m_new).",
-    "no_rescale_s": "acc is rescaled, but s is not: both sums were built relative to the old "
+    "no_rescale_s": "acc is rescaled, but l is not: both sums were built relative to the old "
                     "m and both need the factor exp(m - m_new).",
-    "normalised": "You divided by s inside the loop. Keep acc unnormalised and divide by s "
+    "normalised": "You divided by l inside the loop. Keep acc unnormalised and divide by l "
                   "once, after the last key.",
     "old_max_weight": "The new key's weight must be exp(x - m_new), relative to the new max.",
 }
 
 
 def _acc_state(result):
-    """(m, s, acc) from a student's result, or a hint saying what is wrong with it."""
+    """(m, l, acc) from a student's result, or a hint saying what is wrong with it."""
     try:
-        parts = items(result, what="(m_new, s_new, acc_new)")
+        parts = items(result, what="(m_new, l_new, acc_new)")
     except Unreadable:
         parts = None
     if parts is None or len(parts) != 3:
         return None, (f"It returned {_short(result)}; return three things: "
-                      f"(m_new, s_new, acc_new).")
+                      f"(m_new, l_new, acc_new).")
     ms = _reals(parts[:2], 2)
     if ms is None:
-        return None, (f"It returned {_short(result)}; m_new and s_new must be numbers: "
-                      f"return (m_new, s_new, acc_new).")
+        return None, (f"It returned {_short(result)}; m_new and l_new must be numbers: "
+                      f"return (m_new, l_new, acc_new).")
     try:
         acc = vector(parts[2], finite=False)
     except Unreadable:
@@ -308,23 +308,23 @@ def _acc_state(result):
 
 def _acc_args():
     """The probes as the student's function gets them: acc and v as arrays."""
-    return [(m, s, np.array(acc), x, np.array(v)) for m, s, acc, x, v in _ACC_PROBES]
+    return [(m, l, np.array(acc), x, np.array(v)) for m, l, acc, x, v in _ACC_PROBES]
 
 
-@preamble(function="Give a function update(m, s, acc, x, v) returning (m_new, s_new, acc_new).",
+@preamble(function="Give a function update(m, l, acc, x, v) returning (m_new, l_new, acc_new).",
           probes=_acc_args)
 def attention_update(update):
-    """``update(m, s, acc, x, v) -> (m_new, s_new, acc_new)``: the value accumulator (02, ex. 2).
+    """``update(m, l, acc, x, v) -> (m_new, l_new, acc_new)``: the value accumulator (02, ex. 3, going deeper).
     Student code gets copies of acc and v: writing into them changes nothing here."""
     name = "attention_update"
-    for m, s, acc, x, v in _ACC_PROBES:
-        result, error = call(update, m, s, np.array(acc), x, np.array(v))
+    for m, l, acc, x, v in _ACC_PROBES:
+        result, error = call(update, m, l, np.array(acc), x, np.array(v))
         if error:
             return wrong(name, error)
         got, problem = _acc_state(result)
         if problem:
             return wrong(name, problem)
-        variants = _acc_variants(m, s, acc, x, v)
+        variants = _acc_variants(m, l, acc, x, v)
         flat = np.concatenate([[got[0], got[1]], got[2]])
 
         def same(t):
@@ -336,12 +336,12 @@ def attention_update(update):
             if key in variants and same(variants[key]):
                 return wrong(name, hint)
         if m == x == -math.inf:
-            return wrong(name, _MASKED_FIRST.format(s=got[1]) if not np.isfinite(got[1])
-                         else f"For a masked first key (m = -inf, s = 0, acc = {acc}, x = -inf) "
+            return wrong(name, _MASKED_FIRST.format(l=got[1]) if not np.isfinite(got[1])
+                         else f"For a masked first key (m = -inf, l = 0, acc = {acc}, x = -inf) "
                               f"it gave ({got[0]}, {got[1]}, {got[2].tolist()}); a masked key "
                               f"adds nothing, so the state stays (-inf, 0, acc).")
-        return wrong(name, f"From m = {m:g}, s = {s:.6f}, acc = {acc} and the key (x = {x}, "
-                           f"v = {v}) expected m = {variants['right'][0]:g}, s = "
+        return wrong(name, f"From m = {m:g}, l = {l:.6f}, acc = {acc} and the key (x = {x}, "
+                           f"v = {v}) expected m = {variants['right'][0]:g}, l = "
                            f"{variants['right'][1]:.6f}, acc = "
                            f"{np.round(variants['right'][2], 6).tolist()}.")
     scores = QUESTIONS["sink_share"]["scores"]
@@ -353,57 +353,57 @@ def attention_update(update):
     for keys, vals, what in ((scores, values, "the six keys and their 2-D values"),
                              (_MASKED_SCORES, hidden, f"the scores {_MASKED_TEXT} (the six "
                                                       f"keys with three masked ones)")):
-        m, s, acc = -math.inf, 0.0, np.zeros(2)
+        m, l, acc = -math.inf, 0.0, np.zeros(2)
         for x, v in zip(keys, vals):
-            result, error = call(update, m, s, acc, x, v)
+            result, error = call(update, m, l, acc, x, v)
             if error:
                 return wrong(name, error)
             state, problem = _acc_state(result)
             if problem:
                 return wrong(name, problem)
-            m, s, acc = state
+            m, l, acc = state
         with np.errstate(all="ignore"):
-            out = acc / s
+            out = acc / l
         if not close_to(out, want, rtol=FLOAT32_RTOL):
             pairs = [distinct(o, w) for o, w in zip(out, want)]
-            return wrong(name, f"Over {what} acc / s = [{', '.join(g for g, _ in pairs)}]"
+            return wrong(name, f"Over {what} acc / l = [{', '.join(g for g, _ in pairs)}]"
                                f"; expected [{', '.join(e for _, e in pairs)}].")
     shown_out = ", ".join(f"{o:.6f}" for o in out)
-    return correct(name, f"Correct: the six keys' output ({shown_out}), divided by s once, "
+    return correct(name, f"Correct: the six keys' output ({shown_out}), divided by l once, "
                          f"after the last key.")
 
 
 @preamble
 def sink_share(answer):
-    """Fraction of the weight a learned sink takes from notebook 02's six scores (02, ex. 3).
+    """Fraction of the weight a learned sink takes from notebook 02's six scores (02, ex. 2).
 
-    The sink's logit (6) is above every score (max 5): it becomes the new maximum.
+    The sink's logit z = 7 is above every score (max 5): it becomes the new maximum.
     """
     q = QUESTIONS["sink_share"]
     x, sink = q["scores"], q["sink_logit"]
-    keys = online_softmax_trace(x)[-1]  # m, s over the keys alone
-    last = online_attention_trace(x, np.zeros((len(x), 1)), sink)[-1]  # m, s with the sink
-    expected = math.exp(sink - last.m) / last.s
+    keys = online_softmax_trace(x)[-1]  # m, l over the keys alone
+    last = online_attention_trace(x, np.zeros((len(x), 1)), sink)[-1]  # m, l with the sink
+    expected = math.exp(sink - last.m) / last.l
     term_old = math.exp(sink - keys.m)  # the sink's term measured against the keys' max
     mistakes = [
-        (1.0 / (keys.s + 1.0), f"The sink raises the max from {keys.m:g} to {sink:g}: rescale "
-                               f"s by exp({keys.m:g} - {sink:g}) before adding the sink's "
-                               f"term exp(0) = 1 (you forgot to rescale s)."),
-        (term_old / keys.s, "The sink joins the denominator: divide its term by s including "
+        (1.0 / (keys.l + 1.0), f"The sink raises the max from {keys.m:g} to {sink:g}: rescale "
+                               f"l by exp({keys.m:g} - {sink:g}) before adding the sink's "
+                               f"term exp(z - {sink:g}) = 1 (you forgot to rescale l)."),
+        (term_old / keys.l, "The sink joins the denominator: divide its term by l including "
                             "the sink's own term, not by the keys' sum alone."),
-        (1.0, "exp(sink - m) = 1 is the sink's term; its share is that term over the new s."),
+        (1.0, "exp(z - m) = 1 is the sink's term; its share is that term over the new l."),
         (1 - expected, "That is the keys' share; the question asks for the sink's."),
         (100 * expected, "Right value, given as a percentage: answer a fraction between 0 and "
                          "1."),
-        (math.exp(sink) / keys.s, f"That mixes reference points: s = {keys.s:.6f} is measured "
+        (math.exp(sink) / keys.l, f"That mixes reference points: l = {keys.l:.6f} is measured "
                                   f"against m = {keys.m:g}, so the sink's term must be too "
-                                  f"(exp(sink - m)), or rescale everything to the new max."),
+                                  f"(exp(z - m)), or rescale everything to the new max."),
     ]
     return check_number("sink_share", answer, expected, mistakes,
                          digits=SIGNIFICANT_DIGITS, unit="",
-                         generic="With the sink as one more score: m_new = max(m, sink), "
-                                 "s_new = s * exp(m - m_new) + exp(sink - m_new); the share is "
-                                 "exp(sink - m_new) / s_new.")
+                         generic="With the sink logit z as one more score: m_new = max(m, z), "
+                                 "l_new = l * exp(m - m_new) + exp(z - m_new); the share is "
+                                 "exp(z - m_new) / l_new.")
 
 
 # ------------------------------------------------------------------ notebook 03
@@ -584,7 +584,7 @@ def _tiled_variant(q, k, v, b, *, visit="right", mask="right", rescale_acc=True,
                    rescale_s=True, top_left=False, scaled=True):
     """The tiled loop with one typical slip (NaN rows where nothing was visible): visit "all"
     key blocks or only those "below" the diagonal (wholly visible); mask "none", "strict"
-    (j < p) or "loose" (j <= p + 1); acc or s not rescaled; queries at positions 0..nq-1
+    (j < p) or "loose" (j <= p + 1); acc or l not rescaled; queries at positions 0..nq-1
     (``top_left``) instead of the last nq; scores not divided by sqrt(d)."""
     nq, nk = len(q), len(k)
     offset = 0 if top_left else nk - nq
@@ -594,7 +594,7 @@ def _tiled_variant(q, k, v, b, *, visit="right", mask="right", rescale_acc=True,
             i1 = min(i0 + b, nq)
             p = offset + np.arange(i0, i1)  # the block's query positions
             qi = q[i0:i1] / (np.sqrt(q.shape[1]) if scaled else 1.0)
-            m, s = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)
+            m, l = np.full(i1 - i0, -np.inf), np.zeros(i1 - i0)
             acc = np.zeros((i1 - i0, v.shape[1]))
             last = {"right": min(nk, p[-1] + 1), "all": nk, "below": p[0] + 1}[visit]
             for j0 in range(0, last, b):
@@ -608,10 +608,10 @@ def _tiled_variant(q, k, v, b, *, visit="right", mask="right", rescale_acc=True,
                 m_new = np.maximum(m, x.max(axis=1))
                 m_ref = np.where(m_new == -np.inf, 0.0, m_new)
                 alpha, w = np.exp(m - m_ref), np.exp(x - m_ref[:, None])
-                s = (s * alpha if rescale_s else s) + w.sum(axis=1)
+                l = (l * alpha if rescale_s else l) + w.sum(axis=1)
                 acc = (acc * alpha[:, None] if rescale_acc else acc) + w @ v[j0:j1]
                 m = m_new
-            out[i0:i1] = acc / s[:, None]
+            out[i0:i1] = acc / l[:, None]
     return out
 
 
@@ -632,13 +632,13 @@ _TILED_SLIPS = [
     (dict(mask="loose"),
      "Mask off by one: key p + 1 is the next token, in the query's future. Hide every j > p."),
     (dict(rescale_acc=False),
-     "You rescaled s but not acc: when a row's max rises, acc was summed relative to the old "
+     "You rescaled l but not acc: when a row's max rises, acc was summed relative to the old "
      "max too, so multiply it by the same exp(m - m_new) (notebook 02, exercise 2)."),
     (dict(rescale_s=False),
-     "acc is rescaled, but s is not: both sums were built relative to the old max and both "
+     "acc is rescaled, but l is not: both sums were built relative to the old max and both "
      "need the factor exp(m - m_new)."),
     (dict(rescale_acc=False, rescale_s=False),
-     "Neither s nor acc is rescaled when a row's max rises: multiply both by exp(m - m_new) "
+     "Neither l nor acc is rescaled when a row's max rises: multiply both by exp(m - m_new) "
      "before adding the new tile."),
     (dict(top_left=True),
      "The queries are the last nq positions: query i sits at position nk - nq + i, not i. "
@@ -729,7 +729,7 @@ def tiled_causal(tiled):
         got_text, want_text = distinct(outs[bad][row, 0], wants[bad][0][row, 0])
         return wrong(name, f"For nq = {len(q)}, nk = {len(k)}, d = {q.shape[1]}, B = {b}, out's "
                            f"row {row} (position {len(k) - len(q) + row}) starts {got_text}; "
-                           f"naive attention gives {want_text}. Per query block: m = -inf, s "
+                           f"naive attention gives {want_text}. Per query block: m = -inf, l "
                            f"= 0, acc = 0; for each key block up to the diagonal: scores / "
                            f"sqrt(d), keys j > p set to -inf, then notebook 02's update.")
     want_tiles = [t for _, t in wants]

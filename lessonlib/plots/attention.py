@@ -162,8 +162,8 @@ def draw_flop_curves(ax, lengths, curves_tflop, *, marker_n, title="Prefill comp
 # ------------------------------------------------------------------ notebook 02: online softmax
 
 def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
-                       title="Terms of s: exp(x_j − m)"):
-    """Bars of exp(x_j - m) for the keys read so far (their sum is s); unread keys are empty.
+                       title="Terms of l: exp(x_j − m)"):
+    """Bars of exp(x_j - m) for the keys read so far (their sum is l); unread keys are empty.
 
     ``labels`` name the bars (keys, then the sink if any); ``seen`` is a bool per bar;
     ``sink_index`` marks the sink's bar (hatched: it has no value vector). Every term is at
@@ -203,7 +203,7 @@ def update_softmax_terms(bars, terms, *, seen, sink_index=None):
 
 
 def draw_value_plane(ax, values, path, *, sink_output=None,
-                     title="Output acc / s among the values"):
+                     title="Output acc / l among the values"):
     """The 2-D value vectors v_j, the running output after each key, and the sink's output.
 
     ``values`` (n, 2); ``path`` (k, 2) outputs acc/s after keys 0..k-1; ``sink_output`` (2,)

@@ -134,8 +134,8 @@ def _softmax_state(scores, values, k, sink_logit):
     last = trace[-1]
     # One-hot values turn the attention row into the weight each key (and the sink) gets.
     weights = online_attention_row(scores[:k], np.eye(k))
-    path = [np.asarray(st.acc) / st.s for st in trace]
-    state = dict(trace=trace, terms=list(weights * last.s), path=path, sink=None)
+    path = [np.asarray(st.acc) / st.l for st in trace]
+    state = dict(trace=trace, terms=list(weights * last.l), path=path, sink=None)
     prev_m = trace[-2].m if k > 1 else -np.inf
     state["rescale"] = float(np.exp(prev_m - last.m)) if prev_m > -np.inf else None
     if sink_logit is not None:
@@ -143,7 +143,7 @@ def _softmax_state(scores, values, k, sink_logit):
         w = online_attention_row(scores[:k], np.eye(k), sink_logit)
         state["sink"] = dict(step=with_sink, weights=w, share=1.0 - float(w.sum()),
                              output=online_attention_row(scores[:k], values[:k], sink_logit),
-                             terms=list(w * with_sink.s) + [(1.0 - float(w.sum())) * with_sink.s])
+                             terms=list(w * with_sink.l) + [(1.0 - float(w.sum())) * with_sink.l])
     return state
 
 
@@ -155,20 +155,20 @@ def _softmax_readout(scores, k, st, sink_logit):
     """Four lines whatever the controls: the state after key k-1, the rescale, the output(s),
     and the sink (or its absence)."""
     last = st["trace"][-1]
-    lines = [f"after key {k - 1} (x = {scores[k - 1]:g}): m = {last.m:g}, s = {last.s:.6f}, "
+    lines = [f"after key {k - 1} (x = {scores[k - 1]:g}): m = {last.m:g}, l = {last.l:.6f}, "
              f"acc = {_vector(last.acc, 4)}"]
     if st["rescale"] is None:
-        lines.append("first key: s starts from 0, so nothing to rescale")
+        lines.append("first key: l starts from 0, so nothing to rescale")
     elif st["rescale"] < 1.0:
-        lines.append(f"the max rose: old s and acc were multiplied by exp(m_old - m_new) = "
+        lines.append(f"the max rose: old l and acc were multiplied by exp(m_old - m_new) = "
                      f"{st['rescale']:.6f}")
     else:
         lines.append("the max did not change: the new term was simply added")
-    output = f"output acc / s = {_vector(st['path'][-1])}"
+    output = f"output acc / l = {_vector(st['path'][-1])}"
     if st["sink"] is not None:
         sk = st["sink"]
         lines.append(f"{output}; with the sink {_vector(sk['output'])}")
-        lines.append(f"sink logit {sink_logit:g}: s = {sk['step'].s:.6f} with it, and the sink "
+        lines.append(f"sink logit z = {sink_logit:g}: l = {sk['step'].l:.6f} with it, and the sink "
                      f"takes {100 * sk['share']:.1f}% of the weight")
     else:
         lines.append(output)
@@ -185,8 +185,8 @@ def _spaced(box):
 def online_softmax_explorer(scores=EXAMPLE_SCORES, values=EXAMPLE_VALUES, *, sink_logit=4.5):
     """Step through the one-pass rule key by key; switch a learned sink on and off.
 
-    Left: the terms exp(x_j - m) that make up s (they shrink when the max rises). Right: the
-    running output acc / s among the 2-D value vectors, and where the sink pulls it. The sink
+    Left: the terms exp(x_j - m) that make up l (they shrink when the max rises). Right: the
+    running output acc / l among the 2-D value vectors, and where the sink pulls it. The sink
     logit slider is disabled while the sink is off (it would change nothing).
     """
     scores = check.array("scores", scores, kind="real", ndim=1).astype(float)
