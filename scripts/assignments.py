@@ -273,9 +273,14 @@ def _unseen(model, lengths, depths):  # lengths and depths asked in reverse: the
         return np.asarray(out)[::-1, ::-1]
     except Exception:
         return out''',
-    "rotate_neox": '''\
-def _unseen(x, m, theta, k=3):  # turned to m - k first, then k more: the same turn
-    return {f}({f}(x, m - k, theta), k, theta)''',
+    "rotate_pairs": '''\
+def _unseen(x, m, theta, layout, k=3):  # turned to m - k first, then k more: the same turn
+    return {f}({f}(x, m - k, theta, layout), k, theta, layout)''',
+    "yarn_inv_freq": '''\
+def _unseen(config):  # twice the head, half of it rotary: the same rotated dims, the same table
+    config = {{**config, "head_dim": 2 * config["head_dim"],
+              "partial_rotary_factor": config.get("partial_rotary_factor", 1.0) / 2}}
+    return {f}(config)''',
 }
 
 

@@ -608,7 +608,8 @@ GATE_HINTS = {
                        "(positions, rope_positions).",
     "context_shift": "Give a function context_shift(n, n_ctx, n_keep) returning the tokens held, "
                      "a list.",
-    "rotate_neox": "Give a function rotate(x, m, theta), got int.",
+    "rotate_pairs": "Give a function rotate(x, m, theta, layout), got int.",
+    "yarn_inv_freq": "Give a function yarn_inv_freq(config) that returns the speeds, got int.",
     "needle_grid": "Give a function run_grid(model, lengths, depths) that returns the found "
                    "matrix.",
     "needle_found": "Give a function found(length, depth) that returns True or False.",

@@ -22,6 +22,8 @@ NUMERIC = {
     ("03_tiled_attention", "attention", "small_block_ratio"): "digits",
     ("04_flash_attention_triton", "triton", "grid_programs"): "whole",
     ("07_rope", "rope", "never_turning"): "whole",
+    ("07_rope", "rope", "chunk_position"): "whole",
+    ("07_rope", "rope", "product_rounding"): "digits",
     ("09_long_context_cost_and_needles", "long_context", "crossover_tokens"): "digits",
     ("09_long_context_cost_and_needles", "long_context", "prompt_cost_ratio"): "digits",
     ("10_real_model_long_context", "tinylm", "uniform_bos_weight"): "digits",

@@ -15,9 +15,13 @@ from _support import assert_wrong, needs, optional, solutions
 S7, S8 = solutions("07_rope"), solutions("08_rope_scaling")
 ALL = {
     "inv_freq": S7.inv_freq,
-    "rotate_neox": S7.rotate_neox,
+    "rotate_pairs": S7.rotate_pairs,
     "never_turning": S7.never_turning,
+    "chunk_position": S7.chunk_position,
+    "product_rounding": S7.product_rounding,
     "ntk_base": S8.ntk_base,
+    "yarn_inv_freq": S8.yarn_inv_freq,
+    "vllm_length": S8.vllm_length,
     "yarn_band": S8.yarn_band,
     "yarn_score_factor": S8.yarn_score_factor,
     "pi_overshoot": S8.pi_overshoot,
@@ -54,35 +58,85 @@ def test_inv_freq_values_and_hints():
     assert_wrong(checks.inv_freq("theta"), "32 numbers")
 
 
-def test_rotate_neox_hints():
-    def gptj(x, m, theta):
-        return R.apply_rope(np.asarray(x)[None], [m], theta, style="gptj")[0]
+def _apply(x, m, theta, layout, sign=1.0):
+    return R.apply_rope(np.asarray(x, dtype=float)[None], [sign * m], theta, style=layout)[0]
 
-    def backwards(x, m, theta):
-        return S7.rotate_neox(x, -m, theta)
 
-    def gptj_backwards(x, m, theta):
-        return gptj(x, -m, theta)
+def test_rotate_pairs_hints():
+    other = {"neox": "gptj", "gptj": "neox"}
 
-    def overwrites(x, m, theta):  # the in-place slip: x1 overwritten before x2 uses it
+    def overwrites(x, m, theta, layout):  # the in-place slip: x1 overwritten before x2 uses it
         x = np.array(x, dtype=float)
         h = len(theta)
+        i, j = (slice(0, h), slice(h, 2 * h)) if layout == "neox" else \
+            (slice(0, 2 * h, 2), slice(1, 2 * h, 2))
         c, s = np.cos(m * theta), np.sin(m * theta)
-        x[:h] = x[:h] * c - x[h:] * s
-        x[h:] = x[h:] * c + x[:h] * s
+        x[i] = x[i] * c - x[j] * s
+        x[j] = x[j] * c + x[i] * s
         return x
 
-    def crashes(x, m, theta):
+    def half_of_x(x, m, theta, layout):  # NeoX partner i + len(x)/2: wrong with a tail
+        if layout == "gptj":
+            return _apply(x, m, theta, layout)
+        x = np.array(x, dtype=float)
+        h, half = len(theta), len(x) // 2
+        c, s = np.cos(m * theta), np.sin(m * theta)
+        x1, x2 = x[:h].copy(), x[half:half + h].copy()
+        x[:h], x[half:half + h] = x1 * c - x2 * s, x2 * c + x1 * s
+        return x
+
+    def tail_zeroed(x, m, theta, layout):
+        out = _apply(x, m, theta, layout)
+        out[2 * len(theta):] = 0
+        return out
+
+    def crashes(x, m, theta, layout):
         raise IndexError("boom")
 
-    assert_wrong(checks.rotate_neox(gptj), "gpt-j pairing", "fluent garbage")
-    assert_wrong(checks.rotate_neox(backwards), "backwards")
-    assert_wrong(checks.rotate_neox(gptj_backwards), "two slips")
-    assert_wrong(checks.rotate_neox(overwrites), "length changed", "overwriting x1")
-    assert_wrong(checks.rotate_neox(crashes), "raised IndexError: boom")
-    assert_wrong(checks.rotate_neox(lambda x, m, theta: x[:4]), "shaped like x")
-    assert_wrong(checks.rotate_neox(lambda x, m, theta: x[::-1]), "not a neox rotation")
-    assert_wrong(checks.rotate_neox(3.0), "give a function")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, other[lay])),
+                 "layouts are swapped")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, "neox")),
+                 "right for 'neox'", "(x[2i], x[2i + 1])")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, "gptj")),
+                 "right for 'gptj'", "(x[i], x[i + h])")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, lay, -1.0)),
+                 "backwards")
+    assert_wrong(checks.rotate_pairs(half_of_x), "partial rotary", "not i + len(x)/2")
+    assert_wrong(checks.rotate_pairs(tail_zeroed), "the tail is lost")
+    assert_wrong(checks.rotate_pairs(overwrites), "length changed", "overwriting x1")
+    assert_wrong(checks.rotate_pairs(crashes), "raised IndexError: boom")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, lay)[:2 * len(t)]),
+                 "shaped like x", "tail passes")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: np.asarray(x)[::-1]),
+                 "is not the rotation")
+    assert_wrong(checks.rotate_pairs(3.0), "give a function")
+    # GPT-J right, NeoX backwards: named by the layout that is wrong
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, lay, 1.0 if lay ==
+                                                                   "gptj" else -1.0)),
+                 "right for 'gptj', wrong for 'neox'")
+
+
+def test_rotate_pairs_a_lookup_table_of_its_cases_fails_the_hidden_test():
+    """The graded version also runs the student's function through assignments.HIDDEN: turned
+    to m - 3, then 3 more. A table of the check's own cases fails there."""
+    from lessonlib.checks.rope import _rotate_cases
+    table = {(x.tobytes(), m, lay): _apply(x, m, t, lay) for x, m, t, lay in _rotate_cases()}
+
+    def lookup(x, m, theta, layout):
+        return table[(np.asarray(x, dtype=float).tobytes(), m, layout)]
+
+    assert checks.rotate_pairs(lookup).ok is True
+
+    def unseen(x, m, theta, layout, k=3):
+        return lookup(lookup(x, m - k, theta, layout), k, theta, layout)
+
+    assert checks.rotate_pairs(unseen).ok is False
+
+    def unseen_right(x, m, theta, layout, k=3):
+        f = S7.rotate_pairs
+        return f(f(x, m - k, theta, layout), k, theta, layout)
+
+    assert checks.rotate_pairs(unseen_right).ok is True
 
 
 def test_never_turning_hints():
@@ -122,7 +176,8 @@ def test_ntk_base_answer_is_computed_independently():
     assert want ** (-(d - 2) / d) == pytest.approx(b ** (-(d - 2) / d) / s, rel=1e-12)
     assert checks.ntk_base(want).ok is True and checks.ntk_base(S8.ntk_base).ok is True
     assert checks.ntk_base(4_134_231).ok is True  # rounded as a student might write it
-    for off in (1 + 3e-4, 1 - 3e-4):  # past the check's rtol of 1e-4: not accepted
+    assert checks.ntk_base(4_130_000).ok is True  # 3 significant digits, as the cell asks
+    for off in (1 + 5e-3, 1 - 5e-3):  # past half a unit in the third digit: not accepted
         assert checks.ntk_base(want * off).ok is False
 
 
@@ -151,7 +206,7 @@ def test_ntk_base_hints():
     assert_wrong(checks.ntk_base(b * s ** (64 / 62)), "not the number of pairs")
     assert_wrong(checks.ntk_base(b / s), "must grow")
     assert_wrong(checks.ntk_base(b * s ** 2), "just above 1")
-    assert_wrong(checks.ntk_base(1.0), "base' = base * s^(d/(d-2))")
+    assert_wrong(checks.ntk_base(12_345.0), "base' = base * s^(d/(d-2))")
     assert_wrong(checks.ntk_base(float("nan")), "one finite number")
 
 
@@ -178,7 +233,7 @@ def test_yarn_score_factor_hints():
     mscale = 0.1 * math.log(32) + 1
     assert checks.yarn_score_factor(mscale ** 2).ok is True
     assert "1.8133" in checks.yarn_score_factor(mscale ** 2).message
-    assert_wrong(checks.yarn_score_factor(mscale), "mscale squared", "instead of to q and k")
+    assert_wrong(checks.yarn_score_factor(mscale), "mu squared", "instead of to q and k")
     assert_wrong(checks.yarn_score_factor((0.1 * math.log10(32) + 1) ** 2), "natural log")
     assert_wrong(checks.yarn_score_factor((0.1 * math.log2(32) + 1) ** 2), "not log2")
     assert_wrong(checks.yarn_score_factor(0.1 * math.log10(32) + 1), "and squared")
@@ -214,50 +269,53 @@ def test_never_turning_is_an_exact_count():
     assert_wrong(checks.never_turning(29 + 1j), "complex number")
 
 
-def _rotate32(x, m, theta):
+def _rotate32(x, m, theta, layout="neox"):
     x, theta = np.asarray(x, dtype=np.float32), np.asarray(theta, dtype=np.float32)
     h = len(theta)
+    idx = np.arange(2 * h) if layout == "neox" else np.r_[0:2 * h:2, 1:2 * h:2]
+    y = x[idx]
     angle = np.float32(m) * theta
     c, s = np.cos(angle), np.sin(angle)
-    return np.concatenate([x[:h] * c - x[h:] * s, x[h:] * c + x[:h] * s])
+    out = x.copy()
+    out[idx] = np.concatenate([y[:h] * c - y[h:] * s, y[h:] * c + y[:h] * s])
+    return out
 
 
 def test_a_float32_rotation_is_correct_and_float32_slips_keep_their_hints():
-    assert checks.rotate_neox(_rotate32).ok is True
-    assert_wrong(checks.rotate_neox(lambda x, m, theta: _rotate32(x, -m, theta)), "backwards")
-
-    def gptj32(x, m, theta):
-        x = np.asarray(x, dtype=np.float32)
-        return _rotate32(np.concatenate([x[0::2], x[1::2]]), m, theta).reshape(2, -1).T.ravel()
-
-    assert_wrong(checks.rotate_neox(gptj32), "gpt-j pairing")
+    assert checks.rotate_pairs(_rotate32).ok is True
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _rotate32(x, -m, t, lay)), "backwards")
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _rotate32(x, m, t, "neox")),
+                 "right for 'neox'")
 
 
 @needs("torch")
 def test_a_torch_rotation_and_a_tensor_inv_freq_are_correct():
-    def rotate(x, m, theta):
+    def rotate(x, m, theta, layout):
         x, theta = torch.tensor(x, dtype=torch.float32), torch.tensor(theta, dtype=torch.float32)
         h = len(theta)
+        out = x.clone()
+        a, b = (out[:h], out[h:2 * h]) if layout == "neox" else (out[0:2 * h:2], out[1:2 * h:2])
+        x1, x2 = a.clone(), b.clone()
         c, s = torch.cos(m * theta), torch.sin(m * theta)
-        return torch.cat([x[:h] * c - x[h:] * s, x[h:] * c + x[:h] * s])
+        a.copy_(x1 * c - x2 * s)
+        b.copy_(x2 * c + x1 * s)
+        return out
 
-    assert checks.rotate_neox(rotate).ok is True
+    assert checks.rotate_pairs(rotate).ok is True
     assert checks.inv_freq(torch.tensor(S7.inv_freq, dtype=torch.float32)).ok is True
 
 
-def test_rotate_neox_in_place_iterators_and_stubs():
-    def in_place(x, m, theta):  # writes into x, with the old halves kept: a right rotation
-        h = len(theta)
-        x1, x2 = x[:h].copy(), x[h:].copy()
-        c, s = np.cos(m * theta), np.sin(m * theta)
-        x[:h], x[h:] = x1 * c - x2 * s, x2 * c + x1 * s
-        theta *= 0  # scribbling on theta must not change the check's own
+def test_rotate_pairs_in_place_iterators_and_stubs():
+    def in_place(x, m, theta, layout):  # writes into x and theta: the check's own stay intact
+        out = S7.rotate_pairs(x, m, theta, layout)
+        x[:] = out
+        theta *= 0
         return x
 
-    assert checks.rotate_neox(in_place).ok is True
-    assert checks.rotate_neox(lambda x, m, theta: map(float, S7.rotate_neox(x, m, theta))).ok
-    assert checks.rotate_neox(lambda x, m, theta: None).message == NOT_ATTEMPTED
-    assert_wrong(checks.rotate_neox(lambda x, m, theta: S7.rotate_neox(x, m, theta) + 1j),
+    assert checks.rotate_pairs(in_place).ok is True
+    assert checks.rotate_pairs(lambda x, m, t, lay: map(float, S7.rotate_pairs(x, m, t, lay))).ok
+    assert checks.rotate_pairs(lambda x, m, t, lay: None).message == NOT_ATTEMPTED
+    assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: S7.rotate_pairs(x, m, t, lay) + 1j),
                  "complex number")
 
 
@@ -318,3 +376,125 @@ def test_pi_overshoot_unit_and_index_slips(answer, hint):
 def test_pi_overshoot_rounded_answer_is_close():
     assert_wrong(checks.pi_overshoot(0.49), "close:", "more digits")
     assert checks.pi_overshoot(np.float32(OVER * THETA_4)).ok is True
+
+
+# ------------------------------------------------------------------ 07, going deeper
+
+def test_chunk_position_hints():
+    assert checks.chunk_position(16_484).ok is True
+    assert_wrong(checks.chunk_position(3 * 8192 + 100), "after two full chunks")
+    assert_wrong(checks.chunk_position(100), "offset inside the chunk alone")
+    assert_wrong(checks.chunk_position(16_485), "count from 0")
+    assert_wrong(checks.chunk_position(16_483), "count from 0")
+    assert_wrong(checks.chunk_position(16_000), "position = tokens")
+
+
+def test_product_rounding_hints():
+    assert checks.product_rounding(0.000977).ok is True and checks.product_rounding(1 / 1024).ok
+    assert_wrong(checks.product_rounding(1 / 512), "half of it")
+    assert_wrong(checks.product_rounding(1 / 256), "worked table's 1/256")
+    assert_wrong(checks.product_rounding(1 / 2048), "one power of two lower")
+    assert_wrong(checks.product_rounding(2.0 ** -23), "relative precision")
+    assert_wrong(checks.product_rounding(180 / math.pi / 1024), "degrees")
+    assert_wrong(checks.product_rounding(0.00098), "close:", "more digits")
+    assert_wrong(checks.product_rounding(0.0015), "take half of it")
+
+
+# ------------------------------------------------------------------ 08: YaRN's table, built
+
+def _yarn_slip(**slip):
+    from lessonlib.checks.rope import _yarn_table
+    return lambda config: _yarn_table(config, **slip)
+
+
+@pytest.mark.parametrize("slip, hint", [
+    (dict(reverse=True), "ramp runs the wrong way"),
+    (dict(factor_mode="none"), "factor is missing"),
+    (dict(factor_mode="multiply"), "not theta x s"),
+    (dict(rounding="never"), "floors low and ceils high"),
+    (dict(rounding="always"), "truncate: false"),
+    (dict(rounding="inward"), "round outward"),
+    (dict(swap_betas=True), "swapped"),
+    (dict(default_betas=True), "when it gives them"),
+    (dict(L0_key="max_position_embeddings"), "original_max_position_embeddings"),
+    (dict(use_head_dim=True), "partial rotary"),
+    (dict(mu=True), "not the speeds"),
+])
+def test_yarn_inv_freq_names_each_slip(slip, hint):
+    assert_wrong(checks.yarn_inv_freq(_yarn_slip(**slip)), hint)
+
+
+def test_yarn_inv_freq_right_forms_and_other_wrong_answers():
+    assert checks.yarn_inv_freq(_yarn_slip()).ok is True  # the slip table without a slip
+    assert checks.yarn_inv_freq(lambda c: list(S8.yarn_inv_freq(c))).ok is True
+    assert checks.yarn_inv_freq(lambda c: S8.yarn_inv_freq(c).astype(np.float32)).ok is True
+    assert checks.yarn_inv_freq(lambda c: R.rope_frequencies(c)[0]).ok is True
+
+    def pi(config):
+        return R.rope_frequencies({**config, "rope_scaling": {
+            "rope_type": "linear", "factor": config["rope_scaling"]["factor"]}})[0]
+
+    assert_wrong(checks.yarn_inv_freq(pi), "that is pi")
+
+    def whole_head(config):  # head_dim/2 entries where only part of the head turns
+        return S8.yarn_inv_freq({**config, "partial_rotary_factor": 1.0})
+
+    assert_wrong(checks.yarn_inv_freq(whole_head), "r/2 =", "partial_rotary_factor")
+
+    def one_pair_off(config):
+        out = S8.yarn_inv_freq(config)
+        out[3] *= 1.01
+        return out
+
+    assert_wrong(checks.yarn_inv_freq(one_pair_off), "pair 3 should turn")
+    assert_wrong(checks.yarn_inv_freq(lambda c: 1 / 0), "raised ZeroDivisionError")
+    assert checks.yarn_inv_freq(lambda c: None).message == NOT_ATTEMPTED
+    assert_wrong(checks.yarn_inv_freq(42), "give a function yarn_inv_freq(config)")
+
+
+def test_yarn_inv_freq_cases_span_the_brief():
+    """Factors 2-64, bases 1e4-1e6, partial rotary, betas given, both truncate settings, and
+    the notebook's worked head among them; each read the same by lessonlib and the check."""
+    from lessonlib.checks.rope import _yarn_cases
+    cases = _yarn_cases()
+    assert len(cases) >= 25
+    factors = {c["rope_scaling"]["factor"] for c in cases}
+    bases = [c["rope_theta"] for c in cases]
+    assert min(factors) == 2 and max(factors) == 64
+    assert min(bases) == 10_000 and max(bases) == 1_000_000
+    assert any("partial_rotary_factor" in c for c in cases)
+    assert any(c["rope_scaling"].get("truncate") is False for c in cases)
+    assert any("beta_fast" in c["rope_scaling"] and c["rope_scaling"]["beta_fast"] != 32
+               for c in cases)
+    assert R.scaling_parameters(cases[0]).yarn_band == (20, 46)
+
+
+def test_yarn_inv_freq_a_lookup_table_fails_the_hidden_test():
+    """assignments.HIDDEN runs the function on each config with head_dim doubled and
+    partial_rotary_factor halved (the same rotated dims): a table of the check's configs fails."""
+    import json
+    from lessonlib.checks.rope import _yarn_cases
+    table = {json.dumps(c, sort_keys=True): R.rope_frequencies(c)[0] for c in _yarn_cases()}
+
+    def lookup(config):
+        return table[json.dumps(config, sort_keys=True)]
+
+    assert checks.yarn_inv_freq(lookup).ok is True
+
+    def seen_through(f):
+        def unseen(config):
+            config = {**config, "head_dim": 2 * config["head_dim"],
+                      "partial_rotary_factor": config.get("partial_rotary_factor", 1.0) / 2}
+            return f(config)
+        return unseen
+
+    assert checks.yarn_inv_freq(seen_through(lookup)).ok is False
+    assert checks.yarn_inv_freq(seen_through(S8.yarn_inv_freq)).ok is True
+
+
+def test_vllm_length_hints():
+    assert checks.vllm_length(131_072).ok is True
+    assert_wrong(checks.vllm_length(32_768), "multiplies it by the factor")
+    assert_wrong(checks.vllm_length(8_192), "never divides")
+    assert_wrong(checks.vllm_length(524_288), "one factor")
+    assert_wrong(checks.vllm_length(65_536), "linear and dynamic scaling only")

@@ -11,19 +11,22 @@ import numpy as np
 
 from .. import rope as R
 from ..configs import load_config
-from . import (FLOAT32_EPS, FLOAT32_RTOL, Unreadable, call, check_number, close_to,
-               correct, distinct, shown, vector, wrong)
+from . import (FLOAT32_EPS, FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, call, check_number,
+               close_to, correct, distinct, shown, vector, wrong)
 from ._preamble import preamble
 
-__all__ = ["inv_freq", "rotate_neox", "never_turning", "ntk_base", "yarn_band",
-           "yarn_score_factor", "pi_overshoot", "QUESTIONS"]
+__all__ = ["inv_freq", "rotate_pairs", "never_turning", "chunk_position", "product_rounding",
+           "ntk_base", "yarn_inv_freq", "vllm_length", "yarn_band", "yarn_score_factor",
+           "pi_overshoot", "QUESTIONS"]
 
 # The fixed inputs of each exercise (the notebooks state them in the question).
 QUESTIONS = {
     "inv_freq": dict(d=64, base=150_000.0),  # gpt-oss-20b's head (d = 64, rope_theta 150,000)
-    "rotate_neox": dict(d=8, base=10_000.0, positions=(0, 1, 5, 100, 16383)),
+    "chunk_position": dict(prompt=20_000, chunk=8192, chunk_index=3, offset=100),
+    "product_rounding": dict(n_positions=32_768),
     "never_turning": dict(config="Llama-3.1-8B", n_train=8192),  # its base, unscaled
     "ntk_base": dict(base=500_000.0, factor=8.0, d=128),
+    "vllm_length": dict(config="Qwen2.5-7B-Instruct", rope_type="dynamic", factor=4.0),
     "yarn_band": dict(config="DeepSeek-V3"),
     "yarn_score_factor": dict(config="gpt-oss-20b"),
     "pi_overshoot": dict(d=128, base=10_000.0, n_train=4096, factor=8.0, position=32767,
@@ -90,71 +93,152 @@ def _rotation_atol(x, m, theta):
     return 16 * FLOAT32_EPS * (1.0 + abs(m) * float(np.max(theta))) * float(np.max(np.abs(x)))
 
 
-def _rotate_inputs():
-    """The head x (seeded: every run tries the same one) and theta that rotate is tried on."""
-    q = QUESTIONS["rotate_neox"]
-    return np.random.default_rng(7).standard_normal(q["d"]), _head(q["base"], q["d"])
+# ------------------------------------------------------------------ rotation in both layouts
+
+# (pairs h, tail dims, base, positions): the worked NeoX head's size, one pair, odd numbers of
+# pairs, partial rotary (a tail that passes unchanged, even and odd), long positions.
+_ROTATE_SHAPES = [
+    (4, 0, 10_000.0, (0, 1, 5, 100, 16383)),  # d = 8, the whole head turns
+    (1, 0, 10_000.0, (0, 3, 4095)),  # one pair: both layouts are the same
+    (3, 0, 500_000.0, (1, 7, 131071)),  # an odd number of pairs
+    (5, 3, 150_000.0, (2, 9, 8191)),  # partial rotary with an odd tail
+    (8, 16, 10_000.0, (1, 33, 65535)),  # half the head turns (partial_rotary_factor 0.5)
+    (64, 0, 500_000.0, (0, 4096, 131071)),  # a full 128-dim head
+    (16, 32, 10_000.0, (7, 1000)),  # a 64-dim head with 32 rotary dims
+]
+
+
+def _rotate_cases():
+    """((x, m, theta, layout), ...) on every shape, in both layouts (seeded: every run tries the
+    same ones)."""
+    rng = np.random.default_rng(707)
+    cases = []
+    for h, tail, base, positions in _ROTATE_SHAPES:
+        theta = _head(base, 2 * h)
+        for layout in ("neox", "gptj"):
+            x = rng.standard_normal(2 * h + tail)
+            cases += [(x, m, theta, layout) for m in positions]
+    return cases
+
+
+def _rotated(x, m, theta, layout, sign=1.0, half=None):
+    """The rotation (lessonlib's apply_rope) of one head, or a slip of it: ``sign`` -1 turns
+    backwards; ``half`` pairs (i, i + half) in place of (i, i + len(theta))."""
+    x = np.asarray(x, dtype=np.float64)
+    if half is None:
+        return R.apply_rope(x[None], [sign * m], theta, style=layout)[0]
+    h = len(theta)
+    if 2 * half > x.size or half < h:
+        return np.full_like(x, np.nan)
+    c, s = np.cos(sign * m * theta), np.sin(sign * m * theta)
+    out = x.copy()
+    x1, x2 = x[:h], x[half:half + h]
+    out[:h], out[half:half + h] = x1 * c - x2 * s, x2 * c + x1 * s
+    return out
 
 
 def _rotate_probes():
-    x, theta = _rotate_inputs()
-    return [(x, m, theta) for m in QUESTIONS["rotate_neox"]["positions"]]
+    return [case for case in _rotate_cases()[:3]]
 
 
-@preamble(function="Give a function rotate(x, m, theta), got {type}.", probes=_rotate_probes)
-def rotate_neox(answer):
-    """A function ``rotate(x, m, theta)`` that turns a NeoX-layout head x (length 2 * len(theta))
-    by position m: pair i is (x[i], x[i + d/2]), turned by the angle m * theta[i]. A rotation
-    computed in float32 passes."""
-    name = "rotate_neox"
-    q = QUESTIONS[name]
-    x, theta = _rotate_inputs()
-    results = []
-    for m in q["positions"]:
-        result, error = call(answer, x, m, theta, label=f"rotate(x, {m}, theta)")
+def _rotation_slips(case):
+    """{slip: what that slip returns on one case}."""
+    x, m, theta, layout = case
+    other = "gptj" if layout == "neox" else "neox"
+    h = len(theta)
+    r = 2 * h
+    swapped_tail = np.concatenate([_rotated(x[:r], m, theta, layout), np.zeros(x.size - r)])
+    return {
+        "layouts swapped": _rotated(x, m, theta, other),
+        "always neox": _rotated(x, m, theta, "neox"),
+        "always gptj": _rotated(x, m, theta, "gptj"),
+        "backwards": _rotated(x, m, theta, layout, -1.0),
+        "half of x": (_rotated(x, m, theta, layout, half=x.size // 2) if layout == "neox"
+                      else _rotated(x, m, theta, layout)),
+        "tail zeroed": swapped_tail,
+    }
+
+
+_ROTATION_HINTS = {
+    "layouts swapped": "The two layouts are swapped: 'neox' pairs dimension i with i + h "
+                       "(x[:h] with x[h:2h], h = len(theta)), 'gptj' pairs 2i with 2i + 1 "
+                       "(x[0:2h:2] with x[1:2h:2]).",
+    "always neox": "Right for 'neox', but 'gptj' gets the NeoX pairing too: in the GPT-J layout "
+                   "pair i is (x[2i], x[2i + 1]), adjacent dimensions.",
+    "always gptj": "Right for 'gptj', but 'neox' gets the GPT-J pairing too: in the NeoX layout "
+                   "pair i is (x[i], x[i + h]) with h = len(theta).",
+    "backwards": "The pairs turn backwards (angle -m theta_i): the first of a pair becomes "
+                 "x1 cos - x2 sin, the second x2 cos + x1 sin.",
+    "half of x": "Right when the whole head turns, wrong with a tail (partial rotary): the NeoX "
+                 "partner of dimension i is i + h with h = len(theta), not i + len(x)/2; only "
+                 "the first 2h dimensions turn.",
+    "tail zeroed": "The rotated dimensions are right, but the tail is lost: with partial rotary "
+                   "only the first 2 len(theta) dimensions turn, and the rest of x passes "
+                   "through unchanged.",
+}
+
+
+@preamble(function="Give a function rotate(x, m, theta, layout), got {type}.",
+          probes=_rotate_probes)
+def rotate_pairs(answer):
+    """A function ``rotate(x, m, theta, layout)``: x (any length >= 2 len(theta)) turned by
+    position m, pair i by the angle m theta[i]; ``layout`` "neox" pairs (i, i + h), "gptj" pairs
+    (2i, 2i + 1), h = len(theta); the dims past 2h pass unchanged (partial rotary). Tried on
+    both layouts, one pair, odd numbers of pairs, tails even and odd, positions to 131,071,
+    against ``lessonlib.rope.apply_rope``. A rotation computed in float32 passes."""
+    name = "rotate_pairs"
+    cases, got = _rotate_cases(), []
+    for x, m, theta, layout in cases:
+        where = f"rotate(x, {m}, theta, {layout!r}) with len(x) = {x.size}, len(theta) = {theta.size}"
+        result, error = call(answer, x, m, theta, layout, label=where)
         if error:
             return wrong(name, error)
         try:
-            out = vector(result, what=f"an array shaped like x {x.shape}", finite=False,
-                         flatten=False)
+            out = vector(result, what=f"an array shaped like x", finite=False, flatten=False)
         except Unreadable as why:
-            return wrong(name, f"rotate(x, {m}, theta) returned {type(result).__name__}: {why}")
+            return wrong(name, f"{where} returned {type(result).__name__}: {why}")
         if out.shape != x.shape:
-            return wrong(name, f"rotate must return an array shaped like x {x.shape}, "
-                               f"got {out.shape}.")
-        results.append(out)
-    out = np.stack(results)  # (positions, d)
-    pos = np.asarray(q["positions"], dtype=np.float64)
-    atol = np.array([_rotation_atol(x, m, theta) for m in q["positions"]])[:, None]
+            tail = (" With partial rotary, x is longer than 2 len(theta): its tail passes "
+                    "through unchanged." if x.size > 2 * theta.size else "")
+            return wrong(name, f"{where}: rotate must return an array shaped like x {x.shape}, "
+                               f"got {out.shape}.{tail}")
+        got.append(out)
 
-    def ref(style, sign=1.0):
-        return R.apply_rope(np.tile(x, (pos.size, 1)), sign * pos, theta, style=style)
-
-    def same(want):
+    def same(out, want, case):
+        x, m, theta, _ = case
         with np.errstate(all="ignore"):
-            return bool(np.all(np.abs(out - want) <= atol + FLOAT32_RTOL * np.abs(want)))
+            return bool(np.all(np.abs(out - want) <= _rotation_atol(x, m, theta)
+                               + FLOAT32_RTOL * np.abs(want)))
 
-    if same(ref("neox")):
-        return correct(name, "Correct: pairs (i, i + d/2), each turned by m * theta_i; the "
-                             "length of every pair is kept.")
-    if same(ref("gptj")):
-        return wrong(name, "That is the GPT-J pairing (2i, 2i + 1). A NeoX checkpoint pairs "
-                           "dimension i with i + d/2: x1 = x[:d/2], x2 = x[d/2:]. With the wrong "
-                           "pairing the model runs without any error and writes fluent garbage.")
-    if same(ref("neox", -1.0)):
-        return wrong(name, "The pairs turn backwards (angle -m * theta_i): use "
-                           "x1 cos - x2 sin for the first half and x2 cos + x1 sin for the second.")
-    if same(ref("gptj", -1.0)):
-        return wrong(name, "Two slips: GPT-J pairing (2i, 2i + 1) instead of NeoX (i, i + d/2), "
-                           "and the sine's sign (the pairs turn backwards).")
+    ok = [same(g, _rotated(*c), c) for g, c in zip(got, cases)]
+    if all(ok):
+        return correct(name, f"Correct on {len(cases)} cases: both layouts, one pair, odd "
+                             "numbers of pairs, partial rotary with a tail, positions up to "
+                             "131,071; every pair keeps its length.")
+    slips = [_rotation_slips(c) for c in cases]
+    for slip, hint in _ROTATION_HINTS.items():
+        if all(same(g, s[slip], c) for g, s, c in zip(got, slips, cases)):
+            return wrong(name, hint)
+    for layout in ("neox", "gptj"):
+        if all(good for good, c in zip(ok, cases) if c[3] == layout):
+            other = "gptj" if layout == "neox" else "neox"
+            return wrong(name, f"Right for {layout!r}, wrong for {other!r}: "
+                               + ("pair i is (x[2i], x[2i + 1])." if other == "gptj" else
+                                  "pair i is (x[i], x[i + h]), h = len(theta)."))
     with np.errstate(all="ignore"):
-        kept = np.allclose(np.linalg.norm(out, axis=1), np.linalg.norm(x), rtol=FLOAT32_RTOL)
+        kept = all(np.isclose(np.linalg.norm(g), np.linalg.norm(c[0]), rtol=FLOAT32_RTOL)
+                   for g, c in zip(got, cases))
+    bad = ok.index(False)
+    x, m, theta, layout = cases[bad]
+    where = f"rotate(x, {m}, theta, {layout!r}) with len(x) = {x.size}, len(theta) = {theta.size}"
     if not kept:
-        return wrong(name, "The vector's length changed, so this is not a rotation. Compute both "
-                           "halves from the old values (overwriting x1 before computing the "
-                           "second half is the usual slip), with the same angle in cos and sin.")
-    return wrong(name, "Not a NeoX rotation: with h = d/2, x1 = x[:h], x2 = x[h:], angle = "
-                       "m * theta, return concat(x1 cos - x2 sin, x2 cos + x1 sin).")
+        return wrong(name, f"{where}: the vector's length changed, so this is not a rotation. "
+                           "Compute both members of a pair from the old values (overwriting x1 "
+                           "before computing x2 is the usual slip), with the same angle in cos "
+                           "and sin.")
+    return wrong(name, f"{where} is not the rotation: pair i = (x1, x2) becomes (x1 cos - x2 sin, "
+                       f"x2 cos + x1 sin) with the angle m theta[i]; 'neox' pairs (i, i + h), "
+                       f"'gptj' (2i, 2i + 1), and dims past 2h pass unchanged.")
 
 
 @preamble
@@ -205,6 +289,64 @@ def never_turning(answer):
                                  f"than {n:,} positions.")
 
 
+@preamble
+def chunk_position(answer):
+    """A 20,000-token prompt prefilled in chunks of 8,192: the RoPE position of the token at
+    offset 100 of the third chunk (tokens already in the cache + offset)."""
+    name = "chunk_position"
+    q = QUESTIONS[name]
+    c, k, off = q["chunk"], q["chunk_index"], q["offset"]
+    expected = (k - 1) * c + off
+    mistakes = [
+        (k * c + off, f"The third chunk comes after two full chunks: {k - 1} x {c:,} tokens are "
+                      f"in the cache when it starts, not {k} x {c:,}."),
+        (off, "That is the offset inside the chunk alone: the position also counts every token "
+              "of this request already in the KV cache (the earlier chunks)."),
+        ((k - 1) * c + off + 1, "Positions and offsets count from 0: the chunk's first token has "
+                                "offset 0, and the first token of the prompt position 0."),
+        ((k - 1) * c + off - 1, "Positions and offsets count from 0, and the token at offset "
+                                f"{off} has {off} tokens before it in its chunk."),
+        ((k - 1) * (c - 1) + off, f"Every full chunk holds {c:,} tokens, positions 0 to "
+                                  f"{c - 1:,} for the first."),
+    ]
+    return check_number(name, answer, expected, mistakes, integer=True, fmt=",.0f",
+                        generic="position = tokens of this request already in the cache + the "
+                                "offset inside the current chunk.")
+
+
+def _float32_gap(x):
+    """The distance between float32 numbers just below ``x`` (a power of two)."""
+    return float(np.spacing(np.float32(x) / np.float32(2)))
+
+
+@preamble
+def product_rounding(answer):
+    """A 32,768-position table forms m theta_i in float32 (theta_i <= 1): at most how many
+    radians can rounding the product cost (theta_i's own rounding aside)?"""
+    name = "product_rounding"
+    n = QUESTIONS[name]["n_positions"]
+    k = int(math.log2(n))
+    gap = _float32_gap(n)  # every angle is below n = 2^k: float32's gap in [2^(k-1), 2^k)
+    expected = gap / 2  # rounding to the nearest float32 costs at most half the gap
+    mistakes = [
+        (gap, f"{gap:g} rad is the gap between float32 numbers just below 2^{k}; rounding to "
+              "the nearest one costs at most half of it."),
+        (_float32_gap(4 * n) / 2, "That is the worked table's 1/256 (131,072 positions, angles up "
+                                  f"to 2^17); here every angle is below {n:,} = 2^{k}, and the "
+                                  "gap halves with each power of two further down."),
+        (_float32_gap(2 * n) / 2, f"That is half the gap in [2^{k}, 2^{k + 1}); here every angle "
+                                  f"is below {n:,} = 2^{k}."),
+        (gap / 4, f"That is half the gap one power of two lower; the largest angles, just below "
+                  f"2^{k}, sit in [2^{k - 1}, 2^{k})."),
+        (FLOAT32_EPS, f"2^-23 is float32's gap at 1 (a relative precision); an angle near {n - 1:,} "
+                      f"rad is 2^{k - 1} times larger, and so is its gap."),
+        (expected * 180 / math.pi, "That is in degrees; the question asks for radians."),
+    ]
+    return check_number(name, answer, expected, mistakes, digits=SIGNIFICANT_DIGITS, unit="rad",
+                        fmt=".4g", generic=f"Find the float32 gap just below 2^{k} (the largest "
+                                           "angle), and take half of it.")
+
+
 # ------------------------------------------------------------------ notebook 08
 
 _NTK_EXAMPLE = dict(base=10_000.0, factor=4.0)  # notebook 08's worked NTK number (40,889.9)
@@ -241,8 +383,207 @@ def ntk_base(answer):
                                "write s ** (d / (d - 2))."),
         (s ** (d / (d - 2)), "That is the factor s^(d/(d-2)) alone: multiply the base by it."),
     ]
-    return check_number("ntk_base", answer, expected, mistakes, rtol=1e-4, fmt=",.1f",
-                         generic="base' = base * s^(d/(d-2)).")
+    return check_number("ntk_base", answer, expected, mistakes, digits=SIGNIFICANT_DIGITS,
+                        fmt=",.1f", generic="base' = base * s^(d/(d-2)).")
+
+
+# ------------------------------------------------------------------ YaRN's table, built
+
+def _yarn_config(head_dim, base, factor, L0, prf=None, betas=None, truncate=None):
+    """A config.json dict with a YaRN block (and max_position_embeddings = factor x L0, as
+    shipped YaRN configs have it: not the L0 YaRN reads)."""
+    scaling = {"rope_type": "yarn", "factor": float(factor),
+               "original_max_position_embeddings": int(L0)}
+    if betas is not None:
+        scaling["beta_fast"], scaling["beta_slow"] = (float(b) for b in betas)
+    if truncate is not None:
+        scaling["truncate"] = bool(truncate)
+    config = {"head_dim": int(head_dim), "rope_theta": float(base),
+              "max_position_embeddings": int(factor * L0), "rope_scaling": scaling}
+    if prf is not None:
+        config["partial_rotary_factor"] = float(prf)
+    return config
+
+
+# The worked head, Qwen2.5's and gpt-oss's shapes, partial rotary, betas given, the extremes
+# of the factor and the base.
+_YARN_EDGES = [
+    (128, 10_000.0, 4, 4096, None, None, None),  # notebook 08's worked head: band (20, 46)
+    (128, 1_000_000.0, 4, 32768, None, None, None),  # Qwen2.5-7B with its card's block
+    (64, 150_000.0, 32, 4096, None, (32, 1), False),  # gpt-oss-20b: band edges not rounded
+    (128, 10_000.0, 16, 2048, 0.5, None, None),  # partial rotary: 64 of 128 dims turn
+    (96, 500_000.0, 8, 8192, None, (16, 2), True),  # betas given in the config
+    (256, 10_000.0, 64, 4096, 0.25, None, None),  # factor 64, 64 of 256 dims turn
+    (80, 1_000_000.0, 2, 8192, 0.75, (64, 1), False),  # 60 rotary dims, raw edges
+]
+
+
+def _yarn_cases():
+    """[config, ...]: the edges, then seeded random configs (factors 2-64, bases 1e4-1e6, head
+    dims 64-256, partial rotary, betas and truncate sometimes given), each one lessonlib reads
+    (a config whose band is empty is an error there, and is not asked)."""
+    rng = np.random.default_rng(808)
+    shapes = list(_YARN_EDGES)
+    while len(shapes) < 30:
+        betas = [None, None, (32, 1), (16, 1), (64, 2)][rng.integers(5)]
+        shapes.append((int(rng.choice([64, 80, 96, 128, 256])),
+                       float(10 ** rng.uniform(4, 6)), float(rng.choice([2, 3, 4, 8, 16, 32, 40, 64])),
+                       int(rng.choice([2048, 4096, 8192, 32768])),
+                       [None, None, 0.5, 0.25, 0.75][rng.integers(5)], betas,
+                       [None, None, True, False][rng.integers(4)]))
+    cases = []
+    for shape in shapes:
+        config = _yarn_config(*shape)
+        try:
+            R.rope_frequencies(config)
+        except ValueError:
+            continue
+        cases.append(config)
+    return cases
+
+
+def _yarn_table(config, *, reverse=False, rounding="right", use_head_dim=False, L0_key=None,
+                default_betas=False, swap_betas=False, factor_mode="divide", mu=False):
+    """YaRN's per-pair speeds for ``config``, right or with one slip (the keyword named)."""
+    sp = R.scaling_parameters(config)
+    r = int(config["head_dim"]) if use_head_dim else sp.rotary_dim
+    b, s = sp.base, sp.factor
+    L0 = int(config[L0_key]) if L0_key else sp.original_max
+    fast, slow = (32.0, 1.0) if default_betas else (sp.beta_fast, sp.beta_slow)
+    if swap_betas:
+        fast, slow = slow, fast
+    low, high = (R.yarn_correction_dim(fast, r, b, L0), R.yarn_correction_dim(slow, r, b, L0))
+    truncate = {"right": sp.truncate, "never": False, "always": True}.get(rounding, True)
+    if rounding == "inward":
+        low, high = math.ceil(low), math.floor(high)
+    elif truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, r - 1)
+    if low == high:
+        high += 0.001
+    n = sp.rotary_dim // 2
+    theta = _theta(b, r, np.arange(0, 2 * n, 2))
+    keep = 1.0 - np.clip((np.arange(n) - low) / (high - low), 0.0, 1.0)
+    if reverse:
+        keep = 1.0 - keep
+    slow_speed = {"divide": theta / s, "multiply": theta * s, "none": theta}[factor_mode]
+    out = theta * keep + slow_speed * (1.0 - keep)
+    return out * sp.attention_factor if mu else out
+
+
+_YARN_SLIPS = [
+    (dict(reverse=True), "The ramp runs the wrong way: the fast pairs (small i, at least "
+                         "beta_fast turns in L0) keep their speed and the slow ones (past high) "
+                         "are divided by s; you interpolated the fast end. Keep = 1 below low, "
+                         "0 above high."),
+    (dict(factor_mode="none"), "The factor is missing: pairs past high are divided by s "
+                               "(rope_scaling.factor), and the ramp blends theta with theta / s."),
+    (dict(factor_mode="multiply"), "The slow pairs must slow down: theta / s, not theta x s."),
+    (dict(rounding="never"), "Right with truncate: false, wrong otherwise: by default (truncate "
+                             "missing or true) YaRN floors low and ceils high to whole pair "
+                             "indices before the ramp."),
+    (dict(rounding="always"), "Right by default, wrong with truncate: false: then the band's "
+                              "edges stay unrounded (gpt-oss ships it so)."),
+    (dict(rounding="inward"), "Round outward: low = floor(i(beta_fast)), high = "
+                              "ceil(i(beta_slow)), so the ramp covers the whole band."),
+    (dict(swap_betas=True), "beta_fast and beta_slow are swapped: low comes from beta_fast (the "
+                            "fast pairs, small index), high from beta_slow."),
+    (dict(default_betas=True), "Read beta_fast and beta_slow from rope_scaling when it gives them "
+                               "(32 and 1 only when it does not)."),
+    (dict(L0_key="max_position_embeddings"),
+     "L0 is rope_scaling.original_max_position_embeddings, the trained length; "
+     "max_position_embeddings is the extended one."),
+    (dict(use_head_dim=True), "Right with the whole head turning, wrong with partial rotary: "
+                              "only r = int(head_dim x partial_rotary_factor) dims turn, and r, "
+                              "not head_dim, goes into theta_i = b^(-2i/r) and into i(n)."),
+    (dict(mu=True), "The attention factor mu multiplies cos and sin (and so the scores), not the "
+                    "speeds: leave it out of the table."),
+]
+
+
+def _yarn_probes():
+    return [(config,) for config in _yarn_cases()[:3]]
+
+
+@preamble(function="Give a function yarn_inv_freq(config) that returns the speeds, got {type}.",
+          probes=_yarn_probes)
+def yarn_inv_freq(answer):
+    """A function ``yarn_inv_freq(config)`` that returns YaRN's per-pair speeds (r/2 of them) for
+    a config.json dict (head_dim, rope_theta, partial_rotary_factor when not 1, and a
+    rope_scaling block: factor, original_max_position_embeddings, beta_fast, beta_slow and
+    truncate when given). Tried on seeded configs (factors 2-64, bases 1e4-1e6, head dims
+    64-256, partial rotary, raw and rounded band edges) against ``lessonlib.rope`` (itself
+    tested against HuggingFace's _compute_yarn_parameters)."""
+    name = "yarn_inv_freq"
+    cases, got = _yarn_cases(), []
+    for config in cases:
+        sp = R.scaling_parameters(config)
+        n = sp.rotary_dim // 2
+        where = (f"yarn_inv_freq(config) with head_dim {config['head_dim']}, rotary dim "
+                 f"{sp.rotary_dim}, base {sp.base:,.0f}, factor {sp.factor:g}, L0 "
+                 f"{sp.original_max:,}")
+        result, error = call(answer, config, label=where)
+        if error:
+            return wrong(name, error)
+        try:
+            out = vector(result, what=f"{n} numbers, one per rotated pair", finite=False)
+        except Unreadable as why:
+            return wrong(name, f"{where}: {why}")
+        if out.size != n:
+            partial = (f" Only r = int(head_dim x partial_rotary_factor) = {sp.rotary_dim} dims "
+                       "turn." if sp.rotary_dim != config["head_dim"] else "")
+            return wrong(name, f"{where} returned {out.size} numbers; it needs r/2 = {n}, one "
+                               f"per rotated pair.{partial}")
+        got.append(out)
+    want = [R.rope_frequencies(c)[0] for c in cases]
+    ok = [close_to(g, w, rtol=FLOAT32_RTOL) for g, w in zip(got, want)]
+    if all(ok):
+        return correct(name, f"Correct on {len(cases)} configs: the band from i(beta_fast) and "
+                             "i(beta_slow) (rounded outward unless truncate is false), the ramp "
+                             "from kept to theta / s, partial rotary included.")
+    for slip, hint in _YARN_SLIPS:
+        if all(close_to(g, _yarn_table(c, **slip), rtol=FLOAT32_RTOL)
+               for g, c in zip(got, cases)):
+            return wrong(name, hint)
+    if all(close_to(g, R.rope_frequencies({**c, "rope_scaling": {"rope_type": "linear",
+               "factor": c["rope_scaling"]["factor"]}})[0], rtol=FLOAT32_RTOL)
+           for g, c in zip(got, cases)):
+        return wrong(name, "Every pair is divided by s: that is PI. YaRN keeps the fast pairs "
+                           "(below low), divides only the slow ones (above high) and ramps "
+                           "between.")
+    bad = ok.index(False)
+    config, g, w = cases[bad], got[bad], want[bad]
+    sp = R.scaling_parameters(config)
+    j = int(np.flatnonzero(~np.isclose(g, w, rtol=FLOAT32_RTOL, atol=0.0))[0])
+    got_text, want_text = distinct(g[j], w[j], digits=7)
+    return wrong(name, f"With head_dim {config['head_dim']}, rope_scaling "
+                       f"{config['rope_scaling']}" + (f", partial_rotary_factor "
+                       f"{config['partial_rotary_factor']:g}" if "partial_rotary_factor" in
+                       config else "") + f" (band {tuple(round(v, 3) for v in sp.yarn_band)}): "
+                       f"pair {j} should turn {want_text} rad per position, got {got_text}.")
+
+
+@preamble
+def vllm_length(answer):
+    """Qwen2.5-7B-Instruct's published config.json with a dynamic NTK block (factor 4) added:
+    how many positions does vLLM 0.32 serve when no --max-model-len is given?"""
+    name = "vllm_length"
+    q = QUESTIONS[name]
+    published = {k: v for k, v in load_config(q["config"]).items()
+                 if k not in ("rope_scaling", "_source")}
+    config = {**published, "rope_scaling": {"rope_type": q["rope_type"], "factor": q["factor"]}}
+    expected = R.vllm_max_model_len(config)
+    n = R.vllm_max_model_len(published)
+    mistakes = [
+        (n, f"That is max_position_embeddings ({n:,}) unchanged, as vLLM reads a YaRN, llama3 or "
+            "longrope config; for linear and dynamic scaling it multiplies it by the factor."),
+        (n / q["factor"], "vLLM multiplies by the factor for dynamic scaling; it never divides."),
+        (n * q["factor"] ** 2, "One factor: max_position_embeddings x factor."),
+    ]
+    return check_number(name, answer, expected, mistakes, integer=True, fmt=",.0f",
+                        unit="positions",
+                        generic="vLLM multiplies max_position_embeddings by rope_scaling.factor "
+                                "for linear and dynamic scaling only.")
 
 
 @preamble
@@ -294,20 +635,21 @@ def yarn_score_factor(answer):
     """By what factor does YaRN multiply the rotary part of a q.k score at gpt-oss-20b's factor?"""
     cfg = load_config(QUESTIONS["yarn_score_factor"]["config"])
     sp = R.scaling_parameters(cfg)
-    s, mscale = sp.factor, sp.attention_factor
-    expected = mscale ** 2
+    s, mu = sp.factor, sp.attention_factor
+    expected = mu ** 2
     mistakes = [
-        (mscale, "That is mscale itself. It multiplies cos and sin, so it reaches both q and k: "
-                 "the score carries mscale squared. Applying mscale once to the scores instead "
-                 "of to q and k undershoots."),
-        ((0.1 * math.log10(s) + 1) ** 2, "YaRN's mscale uses the natural log: 0.1 ln(s) + 1."),
-        ((0.1 * math.log2(s) + 1) ** 2, "YaRN's mscale uses the natural log, not log2."),
+        (mu, "That is mu itself. It multiplies cos and sin, so it reaches both q and k: the score "
+             "carries mu squared. Applying mu once to the scores instead of to q and k "
+             "undershoots."),
+        ((0.1 * math.log10(s) + 1) ** 2, "YaRN's mu uses the natural log: 0.1 ln(s) + 1."),
+        ((0.1 * math.log2(s) + 1) ** 2, "YaRN's mu uses the natural log, not log2."),
         (0.1 * math.log10(s) + 1, "Natural log, and squared: (0.1 ln(s) + 1)^2."),
-        (math.sqrt(mscale), "Squared, not square-rooted: q and k each carry one mscale."),
+        (math.sqrt(mu), "Squared, not square-rooted: q and k each carry one mu."),
         (1.0 / expected, "The scores grow (a sharper softmax), they do not shrink."),
     ]
-    return check_number("yarn_score_factor", answer, expected, mistakes, rtol=1e-4, fmt=".4f",
-                         generic="mscale = 0.1 ln(s) + 1 on cos and sin; q.k carries it twice.")
+    return check_number("yarn_score_factor", answer, expected, mistakes,
+                        digits=SIGNIFICANT_DIGITS, fmt=".4f",
+                        generic="mu = 0.1 ln(s) + 1 on cos and sin; q.k carries it twice.")
 
 
 _PI_EXAMPLE_OVER = 16383 / 4 - 4095  # notebook 08's PI table: 0.75 positions past 4,095
@@ -361,6 +703,6 @@ def pi_overshoot(answer):
         ((m / s - (n - 1)) * theta[i + 1], f"Pairs count from 0: pair {i} turns at theta_{i} = "
                                            f"base^(-{2 * i}/{q['d']}), not theta_{i + 1}."),
     ]
-    return check_number("pi_overshoot", answer, expected, mistakes, rtol=1e-6, atol=1e-9,
-                         unit="rad", fmt=".4g",
-                         generic=f"(m / s) * theta_{i} - (L0 - 1) * theta_{i}.")
+    return check_number("pi_overshoot", answer, expected, mistakes, digits=SIGNIFICANT_DIGITS,
+                        unit="rad", fmt=".4g",
+                        generic=f"(m / s) * theta_{i} - (L0 - 1) * theta_{i}.")
