@@ -11,22 +11,24 @@ GIB = 2 ** 30
 layers, kv_heads, head_dim, n = 28, 4, 3584 // 28, 32768
 kv_cache_gib = 2 * layers * kv_heads * head_dim * 2 * n / GIB  # 1.75 GiB
 
-# Exercise 2: DeepSeek-V3's MLA cache at its full 163,840-token context, BF16.
+# Exercise 4 (going deeper, MLA): DeepSeek-V3's MLA cache at its full 163,840-token context, BF16.
 # One latent (kv_lora_rank 512) plus the shared RoPE key (qk_rope_head_dim 64) per layer,
 # no separate V, 61 layers: 576 x 61 x 2 = 70,272 bytes per token.
 mla_cache_gib = (512 + 64) * 61 * 2 * 163840 / GIB  # 10.72 GiB
 
-# Exercise 3: Llama 3 8B, 32 query heads and 8 KV heads: groups of 32 / 8 = 4 neighbours.
+# Exercise 3 (going deeper, the head map): Llama 3 8B, 32 query heads and 8 KV heads: groups
+# of 32 / 8 = 4 neighbours.
 kv_head_map = [h // (32 // 8) for h in range(32)]  # [0, 0, 0, 0, 1, 1, 1, 1, ..., 7]
 
-# Going deeper, what llama.cpp allocates: Qwen2.5-7B-Instruct at -c 5000 -ctk q8_0 -ctv q8_0.
+# Exercise 5 (going deeper, what llama.cpp allocates): Qwen2.5-7B-Instruct at -c 5000
+# -ctk q8_0 -ctv q8_0.
 # llama.cpp rounds -c up to a multiple of 256: 5,120 cells. A cell holds 2 x 28 x 4 x 128 =
 # 28,672 numbers (K and V, every layer), and q8_0 stores 32 numbers in 34 bytes.
 cells = -(-5000 // 256) * 256  # 5,120
 llamacpp_cache_mib = cells * 2 * 28 * 4 * 128 * 34 / 32 / 2 ** 20  # 148.75 MiB
 
 
-# Exercise 4: bytes per token for any config.json, F16 / BF16 (2 bytes a number).
+# Exercise 2: bytes per token for any config.json, F16 / BF16 (2 bytes a number).
 def bytes_per_token(config):
     if "num_hidden_layers" not in config and "text_config" in config:
         config = config["text_config"]  # multimodal: the language model's keys

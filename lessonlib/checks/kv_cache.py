@@ -48,7 +48,8 @@ def kv_cache_gib(answer):
         (expected * GIB / 1e9, "Right bytes, wrong unit: 1 GiB is 2**30 bytes, not 10**9."),
     ]
     return check_number("kv_cache_gib", answer, expected, mistakes, unit="GiB",
-                        digits=SIGNIFICANT_DIGITS, generic="2 (K and V) x layers x KV heads x head_dim x 2 bytes per token, "
+                        digits=SIGNIFICANT_DIGITS,
+                        generic="2 (K and V) x layers x KV heads x head_dim x 2 bytes per token, "
                                 "times the tokens, divided by 2**30.")
 
 
@@ -81,7 +82,8 @@ def mla_cache_gib(answer):
         (expected * GIB / 1e9, "Right bytes, wrong unit: 1 GiB is 2**30 bytes, not 10**9."),
     ]
     return check_number("mla_cache_gib", answer, expected, mistakes, unit="GiB",
-                        digits=SIGNIFICANT_DIGITS, generic="(kv_lora_rank + qk_rope_head_dim) x layers x 2 bytes per token, "
+                        digits=SIGNIFICANT_DIGITS,
+                        generic="(kv_lora_rank + qk_rope_head_dim) x layers x 2 bytes per token, "
                                 "times the tokens, divided by 2**30.")
 
 

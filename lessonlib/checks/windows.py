@@ -110,8 +110,9 @@ def sliding_layers_mib(answer):
         (expected / n_local, f"That is one layer; gpt-oss-20b has {n_local} sliding layers."),
     ]
     return check_number("sliding_layers_mib", answer, expected, mistakes, unit="MiB",
-                        digits=SIGNIFICANT_DIGITS, generic="sliding layers x (cdiv(W - 1, 16) + 1) blocks x 16 "
-                                           "slots x bytes per slot, divided by 2**20.")
+                        digits=SIGNIFICANT_DIGITS,
+                        generic="sliding layers x (cdiv(W - 1, 16) + 1) blocks x 16 slots x "
+                                "bytes per slot, divided by 2**20.")
 
 
 # ------------------------------------------------------------------ the build: StreamingLLM
@@ -197,9 +198,9 @@ def _stream_result(result):
                    "(positions, rope_positions).", probes=_stream_probes)
 def streaming_cache(fn):
     """``streaming_cache(n_sink, n_recent, n) -> (positions, rope_positions)``: what a
-    StreamingLLM cache holds after tokens 0..n-1 arrived (06, ex. 2): the original positions in cache order
-    (the sinks, then the newest n_recent), and the RoPE positions StreamingLLM gives them (the
-    slots 0 .. size - 1). Tried on ``_STREAM_EDGES`` and ``_STREAM_RANDOM`` seeded cases
+    StreamingLLM cache holds after tokens 0..n-1 arrived (06, ex. 2): the original positions in
+    cache order (the sinks, then the newest n_recent), and the RoPE positions StreamingLLM gives
+    them (the slots 0 .. size - 1). Tried on ``_STREAM_EDGES`` and ``_STREAM_RANDOM`` seeded cases
     against ``lessonlib.streaming.StreamingCache``."""
     name = "streaming_cache"
     cases, got = _stream_cases(), []
