@@ -227,6 +227,15 @@ def _unseen(pid_bh, hq, hkv, B=3):  # the same program three batch elements late
         return b - B, h, h_kv
     except Exception:
         return out''',
+    "program_tiles": '''\
+def _unseen(pid_m, n, B, causal, W, sinks, k=3):  # inputs that change no tile the kernel visits
+    if causal and pid_m < -(-n // B) - 1:
+        n += k * B  # keys after its last query: an earlier causal program never sees them
+    if W == 0 or W >= n:
+        W, sinks = n + k, sinks + k  # a window past the start hides nothing; sinks add nothing
+    else:
+        sinks = -(-sinks // B) * B  # sink blocks run masked whole: sinks rounded up to a block
+    return {f}(pid_m, n, B, causal, W, sinks)''',
     "tiled_causal": '''\
 def _unseen(q, k, v, B, c=2.0, shift=3.0):  # q c and k / c: the same scores; v + shift: out too
     out = {f}(np.asarray(q) * c, np.asarray(k) / c, np.asarray(v) + shift, B)

@@ -316,6 +316,8 @@ def answer_forms(ref):
         if torch is not None:
             forms.append((torch.tensor(held), torch.tensor(int(slot))))
         return forms
+    if isinstance(ref, list) and all(isinstance(x, str) for x in ref):  # names (vLLM backends)
+        return [list(ref), tuple(ref), iter(ref), np.array(ref), [x.lower() for x in ref]]
     arr = np.asarray(ref)
     forms = [list(ref), tuple(ref), arr, arr.tolist(), (x for x in arr.tolist()),
              map(float, arr.tolist()), arr.astype(np.float32)]
@@ -375,6 +377,8 @@ def test_reference_answer_in_every_accepted_form_is_correct(check, answer):
 def test_numeric_strings_and_complex_answers_are_wrong_with_a_hint(check, ref):
     if callable(ref) or isinstance(ref, dict):
         return
+    if isinstance(ref, list) and all(isinstance(x, str) for x in ref):
+        return  # the answer is names (vLLM's backends): strings are right there
     if _is_number(ref):
         forms = [str(ref), complex(ref, 1.0), np.complex128(complex(ref, 0.5))]
     elif isinstance(ref, tuple) and np.ndim(ref[0]) == 1:
@@ -568,6 +572,8 @@ def test_every_check_returns_a_verdict_for_anything_a_student_gives(check, ref, 
 def test_no_check_writes_into_the_students_arrays(check, ref):
     if callable(ref) or isinstance(ref, dict):
         return
+    if isinstance(ref, list) and all(isinstance(x, str) for x in ref):
+        return  # names (vLLM's backends): no array to write into
     if isinstance(ref, tuple) and np.ndim(ref[0]) == 1:
         answer = (np.array(ref[0]), np.array(ref[1]))
     elif isinstance(ref, set):
@@ -602,6 +608,8 @@ GATE_HINTS = {
     "attention_update": "Give a function update(m, l, acc, x, v) returning "
                         "(m_new, l_new, acc_new).",
     "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
+    "program_tiles": "Give a function tiles(pid_m, n, B, causal, W, sinks) returning (masked, "
+                     "full).",
     "tiled_causal": "Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
     "bytes_per_token": "Give a function bytes_per_token(config) that returns a number of bytes.",
     "streaming_cache": "Give a function streaming_cache(n_sink, n_recent, n) returning "

@@ -7,6 +7,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exports it too)
 
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from lessonlib.attention import naive_attention  # noqa: E402
 from lessonlib.checks import triton as checks  # noqa: E402
@@ -17,7 +18,8 @@ torch = optional("torch")  # the hints need neither; running the kernel needs to
 
 S4 = solutions("04_flash_attention_triton")
 ALL = {name: getattr(S4, name) for name in
-       ("grid_programs", "program_heads", "visited_key_blocks", "sink_output")}
+       ("grid_programs", "program_heads", "visited_key_blocks", "program_tiles", "sink_output",
+        "vllm_backends")}
 
 
 # ------------------------------------------------------------------ 1. the launch grid
@@ -108,6 +110,131 @@ def test_visited_key_blocks_is_what_the_kernel_visits():
     assert set(np.flatnonzero(tiles[q["pid_m"]])) == set(S4.visited_key_blocks)
 
 
+# ------------------------------------------------------------------ the build: one program's tiles
+
+def _brute(pid_m, n, b, causal, w, sinks):
+    """(masked, full) by looking at every (query, key) pair: visited if some query may see a
+    key of the block (sinks included), full if every query sees every key by the causal and
+    window rules alone (the kernel cannot prove more from its loop bounds)."""
+    rows = range(pid_m * b, min(pid_m * b + b, n))
+
+    def sees(p, key, with_sinks=True):
+        return key < n and not (causal and key > p) and not (
+            w and p - key >= w and not (with_sinks and key < sinks))
+    masked, full = set(), set()
+    for j in range(-(-n // b)):
+        keys = range(j * b, j * b + b)
+        if all(sees(p, key, False) for p in rows for key in keys):
+            full.add(j)
+        elif any(sees(p, key) for p in rows for key in keys):
+            masked.add(j)
+    return masked, full
+
+
+def test_program_tiles_reference_is_the_kernel_plan_and_passes():
+    for case in checks._tile_cases():
+        assert tuple(map(set, S4.program_tiles(*case))) == checks._plan(*case) \
+            == checks._tiles(*case), case
+        assert _brute(*case) == checks._plan(*case), case
+    assert checks.program_tiles(S4.program_tiles).ok is True
+    assert checks.program_tiles(_brute).ok is True  # the slow way is right too
+    # any collection of whole numbers reads
+    assert checks.program_tiles(lambda *a: [sorted(x) for x in S4.program_tiles(*a)]).ok
+    assert checks.program_tiles(lambda *a: tuple(np.array(sorted(x), dtype=float)
+                                                 for x in S4.program_tiles(*a))).ok
+    assert checks.program_tiles(lambda *a: (iter(x) for x in S4.program_tiles(*a))).ok
+
+
+def test_program_tiles_cases_cover_the_edges():
+    cases = checks._tile_cases()
+    assert len(cases) >= 50
+    assert any(n % b for _, n, b, *_ in cases)  # n not a multiple of the block
+    assert any(w == 1 for *_, w, _ in cases) and any(w > n for _, n, _, _, w, _ in cases)
+    assert any(not c for _, _, _, c, w, _ in cases if w) and any(not c and not w for
+                                                                 _, _, _, c, w, _ in cases)
+    assert any(p == 0 for p, *_ in cases) and any(p == -(-n // b) - 1 for p, n, b, *_ in cases)
+    assert any(s > b for _, _, b, _, w, s in cases if w)  # sinks spanning blocks
+    stretches = [checks._tiles(*c, slip="no_sinks") != checks._plan(*c) for c in cases]
+    assert sum(stretches) >= 5  # sink blocks before the band, in several cases
+
+
+@pytest.mark.parametrize("slip, hint", [
+    ("swapped", "swapped"),
+    ("window_plus_one", "p - W + 1"),
+    ("no_sinks", "sink blocks are missing"),
+    ("band_from_last", "FIRST query"),
+    ("diagonal_full", "diagonal block is not full"),
+    ("ragged_full", "never a full tile"),
+    ("ragged_dropped", "cdiv(hi, B) - 1"),
+    ("p_last_unclipped", "min(p_first + B, n) - 1"),
+    ("window_is_causal", "every later key"),
+    ("sinks_without_window", "W = 0"),
+    ("sink_blocks_full", "always run with the mask"),
+])
+def test_program_tiles_names_each_typical_slip(slip, hint):
+    assert_wrong(checks.program_tiles(lambda *a: checks._tiles(*a, slip=slip)), hint)
+
+
+def test_program_tiles_one_slip_among_others_names_the_case():
+    def two_slips(pid_m, n, b, causal, w, sinks):  # both slips: no single hint fits every case
+        slip = "no_sinks" if causal else "ragged_full"
+        return checks._tiles(pid_m, n, b, causal, w, sinks, slip=slip)
+    verdict = checks.program_tiles(two_slips)
+    assert_wrong(verdict, "tiles(pid_m=", "you gave masked")
+    assert any(h in verdict.message for h in ("sink blocks are missing", "never a full tile"))
+
+
+def test_program_tiles_junk_and_other_errors():
+    table = {c: checks._plan(*c) for c in checks._tile_cases()}
+    assert checks.program_tiles(lambda *a: table[a]).ok  # the check alone cannot tell ...
+    for junk, hint in [(lambda *a: {0, 1}, "two sets"),
+                       (lambda *a: (["0"], []), "without quotes"),
+                       (lambda *a: ([0.5], []), "not a whole number"),
+                       (lambda *a: 1 / 0, "ZeroDivisionError"),
+                       (lambda p, n, b, *a: ({n}, set()), "not key positions"),
+                       (lambda *a: ({0}, {0}), "both sets"),
+                       (lambda *a: ({0}, set()), "the kernel visits masked"),
+                       (lambda p, *a: None if p == 0 else ({0}, set()), "returned None"),
+                       (3, "give a function")]:
+        assert_wrong(checks.program_tiles(junk), hint)
+    assert checks.program_tiles(lambda *a: None).ok is None  # the stub: not attempted
+
+
+def _unseen(student):
+    """scripts/assignments' hidden test for program_tiles: ``student`` seen through its change of
+    inputs (a function the graded notebook passes to the same check)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "scripts"))
+    import assignments
+    scope = {"np": np, "student": student}
+    exec(assignments.HIDDEN["program_tiles"].format(f="student"), scope)
+    return scope["_unseen"]
+
+
+def test_program_tiles_hidden_test_passes_a_right_answer_and_fails_a_lookup_table():
+    assert checks.program_tiles(_unseen(S4.program_tiles)).ok is True
+    assert checks.program_tiles(_unseen(_brute)).ok is True
+    table = {c: checks._plan(*c) for c in checks._tile_cases()}
+    assert checks.program_tiles(_unseen(lambda *a: table.get(a, (set(), set())))).ok is False
+    unseen, rng = _unseen(checks._plan), np.random.default_rng(7)
+    for _ in range(500):  # the change of inputs keeps the kernel's plan on random shapes
+        case = checks._tile_shape(rng)
+        assert unseen(*case) == checks._plan(*case), case
+
+
+@needs("triton")
+def test_program_tiles_is_what_the_kernel_records():
+    from lessonlib.attention import TILE_FULL, TILE_MASKED
+    from lessonlib.triton_attention import kernel_tile_map
+
+    for pid_m, n, b, causal, w, sinks in checks._TILE_EDGES[:6]:
+        tiles = kernel_tile_map(n, n, causal=causal, window=w or None, sink_tokens=sinks,
+                                block_m=b, block_n=b)
+        masked, full = map(set, S4.program_tiles(pid_m, n, b, causal, w, sinks))
+        assert set(np.flatnonzero(tiles[pid_m] == TILE_MASKED)) == masked
+        assert set(np.flatnonzero(tiles[pid_m] == TILE_FULL)) == full
+
+
 # ------------------------------------------------------------------ 4. the learned sink
 
 def test_sink_output_hints():
@@ -116,12 +243,12 @@ def test_sink_output_hints():
     assert_wrong(checks.sink_output([2.4, -1.2]), "not acc")
     e = math.exp(-1)
     assert_wrong(checks.sink_output([6 * e / (3 * e + 1), -3 * e / (3 * e + 1)]), "log2 units")
-    assert_wrong(checks.sink_output([6 / 67, -3 / 67]), "2^(s - m)")
+    assert_wrong(checks.sink_output([6 / 67, -3 / 67]), "2^(z - m)")
     assert_wrong(checks.sink_output([1.5, -0.75]), "only after rescaling")
     assert_wrong(checks.sink_output([1.6, -0.2]), "no value vector")
     assert_wrong(checks.sink_output(1.2), "2 numbers")
     assert_wrong(checks.sink_output("x"), "two numbers")
-    assert_wrong(checks.sink_output([0.0, 0.0]), "m_final = max(m, s)")
+    assert_wrong(checks.sink_output([0.0, 0.0]), "m_final = max(m, z)")
 
 
 @needs("triton")
@@ -140,6 +267,31 @@ def test_sink_output_is_what_attention_with_a_sink_gives():
     q4, k4, v4 = (torch.tensor(a, dtype=torch.float32)[None, None] for a in (q, k, v))
     out = flash_attention(q4, k4, v4, scale=1.0, sink_logits=sink)
     np.testing.assert_allclose(out[0, 0, 0].numpy(), S4.sink_output, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ going deeper: vLLM's backends
+
+def test_vllm_backends_hints():
+    right = ["TRITON_ATTN", "FLASH_ATTN", "FLASHINFER"]
+    assert checks.vllm_backends(right).ok and checks.vllm_backends(tuple(right)).ok
+    assert checks.vllm_backends([" triton_attn", "flash-attn", "FlashInfer"]).ok
+    assert checks.vllm_backends(right) and S4.vllm_backends == right
+    for i, other, hint in [(0, "FLASH_ATTN", "from compute capability 9.0"),
+                           (0, "FLASHINFER", "TensorRT-LLM"),
+                           (1, "FLASHINFER", "96 falls through"),
+                           (1, "TRITON_ATTN", "multiple of 8 up to 256"),
+                           (2, "FLASH_ATTN", "up to 256 on 8.0"),
+                           (2, "TRITON_ATTN", "takes head size 512"),
+                           (0, "FLEX_ATTENTION", "first backend whose checks pass")]:
+        answer = list(right)
+        answer[i] = other
+        assert_wrong(checks.vllm_backends(answer), hint)
+    assert_wrong(checks.vllm_backends(["TRITON", "FLASH_ATTN", "FLASHINFER"]),
+                 "not one of vLLM's backends")
+    assert_wrong(checks.vllm_backends("TRITON_ATTN"), "a list of 3 backend names")
+    assert_wrong(checks.vllm_backends(right[:2]), "one per GPU")
+    assert_wrong(checks.vllm_backends([1, 2, 3]), "one per GPU")
+    assert_wrong(checks.vllm_backends({"L4": "TRITON_ATTN"}), "dict")
 
 
 # ------------------------------------------------------------------ answers in every form
