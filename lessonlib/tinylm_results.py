@@ -16,7 +16,7 @@ from lessonlib import _validate as check
 __all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESULT_NAMES",
            "load_results", "load_training_log", "extension_cell", "extension_table",
            "extension_grid", "loss_spans", "loss_span_table", "stream_summary", "sink_heads",
-           "needle_rows", "needle_misses"]
+           "needle_rows", "needle_misses", "retrieval_reach"]
 
 RESULT_NAMES = ("extension", "needles", "sinks", "streaming")
 
@@ -293,3 +293,25 @@ def needle_misses(needles, cell):
         raise ValueError(f"cell.found_fraction has {len(rows[0][2])} columns and "
                          f"needles.depths {len(depths)} depths: each column is one depth")
     return [(n, d, f) for n, _, row in rows for d, f in zip(depths, row) if f < 1]
+
+
+def retrieval_reach(extension, threshold):
+    """How far each method of the sweep keeps retrieval: ``{label: length}``, the longest
+    served length up to which retrieval accuracy stays at or above ``threshold`` at every
+    length of that method's cells (sorted by length, whatever the file's order), 0 where it is
+    below already at the shortest. A method that dips and recovers (PI, s = 8: 0.86 at 256,
+    0.98 at 1,024) reaches only as far as the dip. Keys are ``label(model, variant)``."""
+    threshold = check.real("threshold", threshold, minimum=0.0, maximum=1.0)
+    cells = _cells(extension, "extension", ("model", "variant", "length", "accuracy"))
+    out = {}
+    for model, variant in _pairs(cells):
+        mine = sorted((check.integer("length", c["length"], minimum=1),
+                       check.real("accuracy", c["accuracy"], minimum=0.0, maximum=1.0))
+                      for c in cells if (c["model"], c["variant"]) == (model, variant))
+        reach = 0
+        for length, accuracy in mine:
+            if accuracy < threshold:
+                break
+            reach = length
+        out[label(model, variant)] = reach
+    return out

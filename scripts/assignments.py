@@ -282,6 +282,16 @@ def _unseen(model, lengths, depths):  # lengths and depths asked in reverse: the
         return np.asarray(out)[::-1, ::-1]
     except Exception:
         return out''',
+    "sweep_reach": '''\
+def _unseen(extension, threshold, k=2):  # every length k times, the cells reversed
+    import copy
+    extension = copy.deepcopy(extension)
+    extension["cells"] = [dict(c, length=c["length"] * k) for c in reversed(extension["cells"])]
+    out = {f}(extension, threshold)
+    try:
+        return {{key: (v // k if v else v) for key, v in out.items()}}
+    except Exception:
+        return out''',
     "rotate_pairs": '''\
 def _unseen(x, m, theta, layout, k=3):  # turned to m - k first, then k more: the same turn
     return {f}({f}(x, m - k, theta, layout), k, theta, layout)''',

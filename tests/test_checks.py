@@ -622,6 +622,8 @@ GATE_HINTS = {
                    "matrix.",
     "needle_found": "Give a function found(length, depth) that returns True or False.",
     "pi_config": "give a dict such as {'rope_type': ..., 'factor': ...}, got int",
+    "sweep_reach": "Give a function reach(extension, threshold) that returns a dict, label -> "
+                   "length.",
 }
 
 

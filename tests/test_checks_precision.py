@@ -27,6 +27,8 @@ NUMERIC = {
     ("09_long_context_cost_and_needles", "long_context", "crossover_tokens"): "digits",
     ("09_long_context_cost_and_needles", "long_context", "prompt_cost_ratio"): "digits",
     ("10_real_model_long_context", "tinylm", "uniform_bos_weight"): "digits",
+    ("10_real_model_long_context", "tinylm", "floor_perplexity"): "digits",
+    ("10_real_model_long_context", "tinylm", "export_row"): "whole",
 }
 PHRASE = {"digits": f"{SIGNIFICANT_DIGITS} significant digits", "whole": "whole number"}
 

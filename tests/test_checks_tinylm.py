@@ -11,7 +11,8 @@ from _support import ROOT, optional, solutions
 from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import tinylm as C
 
-CHECKS = [C.pi_config, C.uniform_bos_weight, C.streaming_positions]
+CHECKS = [C.pi_config, C.uniform_bos_weight, C.streaming_positions, C.sweep_reach,
+          C.floor_perplexity, C.export_row]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -180,3 +181,164 @@ def test_streaming_positions_reads_whole_numbers_only():
     assert v.ok is False and "not a whole number" in v.message
     v = C.streaming_positions((RIGHT_HELD[:-1] + [999.5], 255))
     assert v.ok is False and "not a whole number" in v.message
+
+
+# --------------------------------------------------------------------------- reading the sweep
+
+S10 = vars(solutions("10_real_model_long_context"))
+
+
+def _reach(stays=True, strict=False, sort=True, first_fail=False, keys="label"):
+    """A sweep reader with one slip."""
+    from lessonlib import tinylm_results
+
+    def reach(extension, threshold):
+        methods = {}
+        for c in extension["cells"]:
+            methods.setdefault((c["model"], c["variant"]), []).append((c["length"], c["accuracy"]))
+        out = {}
+        for pair, cells in methods.items():
+            if sort:
+                cells = sorted(cells)
+            ok = [a > threshold if strict else a >= threshold for _, a in cells]
+            if not stays:
+                r = max([n for (n, _), k in zip(cells, ok) if k], default=0)
+            elif first_fail:
+                r = next((n for (n, _), k in zip(cells, ok) if not k), 0)
+            else:
+                r = 0
+                for (n, _), k in zip(cells, ok):
+                    if not k:
+                        break
+                    r = n
+            out[tinylm_results.label(*pair) if keys == "label" else pair] = r
+        return out
+    return reach
+
+
+def reach_anywhere(extension, threshold):  # the longest length at or above, dips ignored
+    from lessonlib import tinylm_results
+    out = {}
+    for c in extension["cells"]:
+        key = tinylm_results.label(c["model"], c["variant"])
+        out.setdefault(key, 0)
+        if c["accuracy"] >= threshold:
+            out[key] = max(out[key], c["length"])
+    return out
+
+
+def test_sweep_reach_accepts_the_reference_the_library_and_pairs_as_keys():
+    from lessonlib.tinylm_results import retrieval_reach
+    assert C.sweep_reach(S10["sweep_reach"]).ok is True
+    assert C.sweep_reach(retrieval_reach).ok is True
+    assert C.sweep_reach(_reach(keys="pair")).ok is True
+    none_for_zero = lambda e, t: {k: (v or None) for k, v in retrieval_reach(e, t).items()}  # noqa: E731
+    assert C.sweep_reach(none_for_zero).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (reach_anywhere, "Stays means at every length up to it"),
+    (_reach(stays=False), "Stays means at every length up to it"),
+    (_reach(strict=True), "use >=, not >"),
+    (_reach(sort=False), "sort each method's cells by length"),
+    (_reach(first_fail=True), "the last length before it"),
+    (lambda e, t: {"plain RoPE": 512}, "one entry each"),
+    (lambda e, t: [512], "return a dict"),
+    (lambda e, t: {"plain RoPE": 0.5}, "plain RoPE"),
+    (lambda e, t: 1 / 0, "ZeroDivisionError"),
+    (42, "Give a function reach"),
+])
+def test_sweep_reach_hints(answer, hint):
+    verdict = C.sweep_reach(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_sweep_reach_stub_is_not_attempted():
+    def reach(extension, threshold):
+        return None  # your code
+
+    assert C.sweep_reach(reach).message == NOT_ATTEMPTED
+
+
+def test_sweep_reach_tries_thresholds_on_the_sweeps_own_accuracies_and_shuffled_sweeps():
+    """A threshold exactly on a cell (>= against >), the committed dip (PI, s = 8), made-up
+    sweeps whose cells are not in length order."""
+    from lessonlib.tinylm_results import load_results
+    cases = C._reach_cases()
+    committed = load_results("extension")
+    assert any(t == 0.984375 for e, t in cases if e == committed)
+    made_up = [e for e, _ in cases if e != committed]
+    assert len(made_up) >= 6
+    assert any([c["length"] for c in e["cells"]] != sorted(c["length"] for c in e["cells"])
+               for e in made_up)
+    for e, t in cases:
+        if e != committed:
+            assert t in {c["accuracy"] for c in e["cells"]}
+
+
+def test_a_lookup_table_of_the_sweep_fails_the_hidden_test():
+    """A function that returns the check's own answers passes the check but not the hidden test
+    (scripts/assignments.py: every length doubled, the cells reversed)."""
+    import json
+    import sys
+    from lessonlib.tinylm_results import retrieval_reach
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import assignments
+    table = {(json.dumps(e, sort_keys=True), t): retrieval_reach(e, t) for e, t in C._reach_cases()}
+
+    def cheat(extension, threshold):
+        return table[(json.dumps(extension, sort_keys=True), threshold)]
+
+    assert C.sweep_reach(cheat).ok is True
+    for f in (cheat, S10["sweep_reach"]):
+        namespace = {"np": np, "f": f}
+        exec(assignments.HIDDEN["sweep_reach"].format(f="f"), namespace)
+        assert C.sweep_reach(namespace["_unseen"]).ok is (f is not cheat)
+
+
+# --------------------------------------------------------------------------- going deeper
+
+@pytest.mark.parametrize("answer, hint", [
+    (2 ** 1.0547, "not 2 to it"),
+    (1.055, "the floor itself"),
+    (64, "uniform guess"),
+    (4, "equally likely"),
+    (2.9, "give more digits"),
+])
+def test_floor_perplexity_hints(answer, hint):
+    verdict = C.floor_perplexity(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+def test_the_entropy_floor_is_the_notebooks_power_iteration():
+    from lessonlib import kvtask
+    T = kvtask.skip_bigram_table()
+    pi = np.full(len(T), 1 / len(T))
+    for _ in range(2000):
+        pi = pi @ T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = float(-(pi[:, None] * np.where(T > 0, T * np.log(T), 0.0)).sum())
+    assert C.entropy_floor() == pytest.approx(floor, abs=1e-9)
+    assert f"{floor:.3f}" == "1.055" and C.floor_perplexity(2.87).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (40, "partners take the odd rows"),
+    (41, "of which first-half row"),
+    (8, "takes the row next to it"),
+    (4, "pair's index"),
+    (10, "inverse map"),
+    (9.5, "whole"),
+])
+def test_export_row_hints(answer, hint):
+    verdict = C.export_row(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict.message
+
+
+@pytest.mark.skipif(optional("torch") is None, reason="torch")
+def test_export_row_is_where_the_exports_permutation_puts_it():
+    from lessonlib.tinylm import neox_to_adjacent_pairs
+    d = C.TRAINED_HEAD_DIM
+    rows = neox_to_adjacent_pairs(np.arange(d, dtype=float)[:, None], 1)[:, 0]
+    assert int(np.flatnonzero(rows == C.EXPORT_ROW)[0]) == S10["export_row"] == 9
+    assert C.export_row(9).ok is True

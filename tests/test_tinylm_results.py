@@ -196,4 +196,23 @@ BAD_INPUTS = [
               "cell": _NOT_A_DICT,
               "cell.found_fraction": _DELETE | st.sampled_from([[[1, 0, 1]], [0.5], "x"])}),
 ]
+BAD_INPUTS.append(
+    Case(R.retrieval_reach, args=(make_extension(), 0.5),
+         bad={"extension": _NOT_A_DICT, "extension.cells": _DELETE | st.just("cells"),
+              "threshold": st.sampled_from([-0.1, 1.5, None, "0.5", float("nan"), True])}))
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+def test_retrieval_reach_stops_at_the_first_dip_and_reads_cells_in_any_order():
+    """PI, s = 8 dips at 256 (0.86) and recovers (0.98 at 1,024): at 0.9 it reaches nothing.
+    A cell exactly on the threshold counts; shuffled cells give the same reach."""
+    ext = R.load_results("extension")
+    at_09 = R.retrieval_reach(ext, 0.9)
+    assert at_09["PI, s = 8"] == 0 and at_09["YaRN, s = 8"] == 2048
+    assert at_09["plain RoPE"] == 512 and at_09["PI fine-tune (s = 2)"] == 1024
+    assert R.retrieval_reach(ext, 0.984375)["NTK-aware, s = 8"] == 1024  # 63/64 on the line
+    shuffled = dict(ext, cells=list(reversed(ext["cells"])))
+    for t in (0.0, 0.5, 0.9, 1.0):
+        assert R.retrieval_reach(shuffled, t) == R.retrieval_reach(ext, t)
+    assert set(R.retrieval_reach(ext, 1.0)) == {R.label(c["model"], c["variant"])
+                                                for c in ext["cells"]}
