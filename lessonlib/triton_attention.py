@@ -99,8 +99,9 @@ def _attend_to_key_blocks(
                 visible = visible & (in_window | (offs_n[None, :] < sink_tokens))
             qk = tl.where(visible, qk, float("-inf"))
 
-        # -- Online softmax (FA-2, Alg. 1, lines 8-10): new running max, rescale the old state by
-        #    alpha = exp2(m_old - m_new), add this block's probabilities.
+        # -- Online softmax, notebook 02's one-pass update for a whole tile: the new running max
+        #    m_new, the old l and acc rescaled by alpha = exp2(m_old - m_new), then this tile's
+        #    p = exp2(S - m_new) added to l (row sums) and to acc (as p @ V).
         m_new = tl.maximum(m, tl.max(qk, 1))  # (BLOCK_M,)
         if MASKED:
             # A row that has seen no visible key yet still has m_new = -inf, and -inf - -inf is
@@ -111,7 +112,8 @@ def _attend_to_key_blocks(
         alpha = tl.math.exp2(m - shift)  # (BLOCK_M,), 0 on a row's first visible block
         p = tl.math.exp2(qk - shift[:, None])  # (BLOCK_M, BLOCK_N), unnormalised probabilities
         l = l * alpha + tl.sum(p, 1)
-        # P goes back to the input dtype for the second tensor-core product (as in FA-2).
+        # P goes back to the input dtype for the second tensor-core product, as FlashAttention-2
+        # does.
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=DOT_PRECISION)
         m = m_new
 
@@ -229,13 +231,13 @@ def _flash_attention_fwd_kernel(
         q, k_ptrs, v_ptrs, d_mask, stride_kn, stride_vn, pos_m, nk, window, sink_tokens,
         qk_scale, tiles_ptr, BLOCK_N, CAUSAL, WINDOWED, DOT_PRECISION, RECORD_TILES)
 
-    # -- A learned sink (gpt-oss) is one more logit s in the denominator, with no value vector:
+    # -- A learned sink (gpt-oss) is one more logit z in the denominator, with no value vector:
     #    fold it in once, at the end, exactly like one more key block of a single key.
     if HAS_SINK_LOGITS:
-        s = tl.load(sink_logits_ptr + h)  # scalar, already in log2 units
-        m_final = tl.maximum(m, s)
+        z = tl.load(sink_logits_ptr + h)  # scalar, already in log2 units
+        m_final = tl.maximum(m, z)
         alpha = tl.math.exp2(m - m_final)
-        l = l * alpha + tl.math.exp2(s - m_final)
+        l = l * alpha + tl.math.exp2(z - m_final)
         acc = acc * alpha[:, None]
 
     # -- Normalise and write the output block, once. Every real query sees at least itself, so

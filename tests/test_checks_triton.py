@@ -175,6 +175,34 @@ def test_program_tiles_names_each_typical_slip(slip, hint):
     assert_wrong(checks.program_tiles(lambda *a: checks._tiles(*a, slip=slip)), hint)
 
 
+def _diagonal_taken_as_full(pid_m, n, B, causal, W, sinks):
+    """A student's tiles() whose causal full tiles run to the LAST query's key: the diagonal
+    block counted as full (standalone, so the grading tests can write it into a cell)."""
+    p_first = pid_m * B
+    p_last = min(p_first + B, n) - 1
+    lo, hi = 0, n
+    if causal:
+        hi = p_last + 1
+    if W:
+        lo = max(p_first - W + 1, 0) // B * B
+    full_lo, full_hi = lo, n // B * B
+    if causal:
+        full_hi = (p_last + 1) // B * B  # the slip: p_last, not p_first
+    if W:
+        full_lo = -(-max(p_last - W + 1, 0) // B) * B
+    full_lo = min(max(full_lo, lo), hi)
+    full_hi = max(min(full_hi, hi), full_lo)
+    sink_hi = min(-(-sinks // B) * B, lo) if W else 0
+    masked = set()
+    for start, stop in ((0, sink_hi), (lo, full_lo), (full_hi, hi)):
+        masked |= set(range(start // B, -(-stop // B))) if stop > start else set()
+    return masked, set(range(full_lo // B, -(-full_hi // B))) if full_hi > full_lo else set()
+
+
+def test_program_tiles_a_standalone_slip_gets_its_hint():
+    assert_wrong(checks.program_tiles(_diagonal_taken_as_full), "diagonal block is not full")
+
+
 def test_program_tiles_one_slip_among_others_names_the_case():
     def two_slips(pid_m, n, b, causal, w, sinks):  # both slips: no single hint fits every case
         slip = "no_sinks" if causal else "ragged_full"
@@ -233,6 +261,35 @@ def test_program_tiles_is_what_the_kernel_records():
         masked, full = map(set, S4.program_tiles(pid_m, n, b, causal, w, sinks))
         assert set(np.flatnonzero(tiles[pid_m] == TILE_MASKED)) == masked
         assert set(np.flatnonzero(tiles[pid_m] == TILE_FULL)) == full
+
+
+# ------------------------------------------------------------------ the NaN guard
+
+def test_nan_guard_rows_hints():
+    assert checks.nan_guard_rows(17).ok and checks.nan_guard_rows(17.0).ok
+    assert S4.nan_guard_rows == 17
+    assert_wrong(checks.nan_guard_rows(16), "off by one", "p - W + 1")
+    assert_wrong(checks.nan_guard_rows(18), "one row too many")
+    assert_wrong(checks.nan_guard_rows(15), "DO see")
+    assert_wrong(checks.nan_guard_rows(0), "WITH its 4 sink tokens")
+    assert_wrong(checks.nan_guard_rows(32), "Not every row")
+    assert_wrong(checks.nan_guard_rows(5), "Which rows see none of keys 96..127")
+    assert_wrong(checks.nan_guard_rows(16.5), "not a whole number")
+
+
+def test_nan_guard_rows_is_what_the_mask_says():
+    """Rows 207..223 of program 6 see nothing of keys 96..127 with W = 80, and the first
+    stretch the loop visits without sinks starts at block 3."""
+    from lessonlib.attention import attention_mask
+    from lessonlib.kernel_plan import kernel_key_stretches
+
+    q = checks.QUESTIONS["nan_guard_rows"]
+    first = next(st for st in kernel_key_stretches(q["pid_m"], q["n"], q["n"], causal=True,
+                                                   window=q["window"], block_m=q["block"],
+                                                   block_n=q["block"]) if st.end > st.start)
+    assert (first.name, first.start) == ("window edge", 96)
+    sees = attention_mask(256, 256, causal=True, window=80)[192:224, 96:128]
+    assert [p for p, row in zip(range(192, 224), sees) if not row.any()] == list(range(207, 224))
 
 
 # ------------------------------------------------------------------ 4. the learned sink

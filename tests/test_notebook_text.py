@@ -193,7 +193,7 @@ def test_04_sink_exercise_does_not_call_acc_a_log_quantity():
     units. The exercise and its check once said "acc ... all in the kernel's log2 units"."""
     from lessonlib.checks import triton
     prose = " ".join(markdown("04_flash_attention_triton").split())
-    question = prose.split("**4.**")[1].split("##")[0]
+    question = prose.split("**6.**")[1].split("##")[0]  # the learned-sink exercise
     assert "all in the kernel's log2 units" not in question
     assert "not a log quantity" in question
     doc = " ".join(triton.sink_output.__doc__.split())
