@@ -4,6 +4,7 @@ not. (A student once had 1.8 rejected for 1.75 with no word on the digits wanted
 import json
 import math
 import os
+import re
 
 import pytest
 
@@ -24,6 +25,10 @@ NUMERIC = {
     ("07_rope", "rope", "never_turning"): "whole",
     ("07_rope", "rope", "chunk_position"): "whole",
     ("07_rope", "rope", "product_rounding"): "digits",
+    ("08_rope_scaling", "rope", "ntk_base"): "digits",
+    ("08_rope_scaling", "rope", "vllm_length"): "whole",
+    ("08_rope_scaling", "rope", "yarn_score_factor"): "digits",
+    ("08_rope_scaling", "rope", "pi_overshoot"): "digits",
     ("09_long_context_cost_and_needles", "long_context", "crossover_tokens"): "digits",
     ("09_long_context_cost_and_needles", "long_context", "prompt_cost_ratio"): "digits",
     ("10_real_model_long_context", "tinylm", "uniform_bos_weight"): "digits",
@@ -37,7 +42,7 @@ def _cell(stem, name):
     with open(os.path.join(ROOT, "notebooks", f"{stem}.ipynb")) as f:
         nb = json.load(f)
     return next("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
-                and f".{name}(" in "".join(c["source"]))
+                and re.search(rf"^checks\.\w+\.{name}\(", "".join(c["source"]), re.M))
 
 
 def test_every_numeric_warm_up_of_these_notebooks_is_listed():

@@ -493,8 +493,8 @@ def test_yarn_inv_freq_a_lookup_table_fails_the_hidden_test():
 
 
 def test_vllm_length_hints():
-    assert checks.vllm_length(131_072).ok is True
+    assert checks.vllm_length(98_304).ok is True
     assert_wrong(checks.vllm_length(32_768), "multiplies it by the factor")
-    assert_wrong(checks.vllm_length(8_192), "never divides")
-    assert_wrong(checks.vllm_length(524_288), "one factor")
+    assert_wrong(checks.vllm_length(294_912), "one factor")
     assert_wrong(checks.vllm_length(65_536), "linear and dynamic scaling only")
+    assert_wrong(checks.vllm_length(10_922.5), "not a whole number")

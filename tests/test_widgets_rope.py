@@ -196,7 +196,7 @@ def test_scaling_explorer_starts_at_examples_13_to_15():
     assert "ramp 21-45" in w.readout and "θ/s 46-63 (≤ 1 turn)" in w.readout
     assert "factor s = 4 " in w.readout and "target s·L0 = 16,384 positions" in w.readout
     assert "base b = 10,000 · L0 = 4,096" in w.readout and "rotary dim 128" in w.readout
-    assert "mscale = 1 + 0.1·ln s = 1.1386" in w.readout and "mscale² = 1.2965" in w.readout
+    assert "μ = 1 + 0.1·ln s = 1.1386" in w.readout and "μ² = 1.2965" in w.readout
     assert "base 10,000 → 40,890" in w.readout  # notebook 08's NTK base
     assert "pair 0 turns 0.250 rad per token" in w.readout  # notebook 08's PI step
     assert "overshoot at 16,383:" in w.readout
@@ -224,8 +224,8 @@ def test_scaling_explorer_factor_moves_the_curves_and_states_the_band():
     np.testing.assert_allclose(w.artists["wavelengths"]["lines"]["NTK-aware"].get_ydata(),
                                R.wavelengths(ntk))
     assert list(w.artists["wavelengths"]["target"].get_ydata()) == [32768, 32768]
-    assert f"mscale = 1 + 0.1·ln s = {R.yarn_mscale(8):.4f}" in w.readout  # 1.2079
-    assert "mscale² = 1.4591" in w.readout
+    assert f"μ = 1 + 0.1·ln s = {R.yarn_mscale(8):.4f}" in w.readout  # 1.2079
+    assert "μ² = 1.4591" in w.readout
 
 
 def test_scaling_explorer_band_follows_base_and_trained_length():

@@ -31,7 +31,7 @@ def yarn_inv_freq(config):
 
 # Going deeper, engines: vLLM multiplies max_position_embeddings (32,768) by the factor for
 # linear and dynamic scaling.
-vllm_length = 32_768 * 4  # 131,072
+vllm_length = 32_768 * 3  # 98,304
 
 # Going deeper, engines: YaRN's band for DeepSeek-V3: rotary dim r = qk_rope_head_dim = 64,
 # base 10,000, L0 = original_max_position_embeddings = 4,096, beta_fast 32, beta_slow 1; floor

@@ -26,7 +26,7 @@ QUESTIONS = {
     "product_rounding": dict(n_positions=32_768),
     "never_turning": dict(config="Llama-3.1-8B", n_train=8192),  # its base, unscaled
     "ntk_base": dict(base=500_000.0, factor=8.0, d=128),
-    "vllm_length": dict(config="Qwen2.5-7B-Instruct", rope_type="dynamic", factor=4.0),
+    "vllm_length": dict(config="Qwen2.5-7B-Instruct", rope_type="dynamic", factor=3.0),
     "yarn_band": dict(config="DeepSeek-V3"),
     "yarn_score_factor": dict(config="gpt-oss-20b"),
     "pi_overshoot": dict(d=128, base=10_000.0, n_train=4096, factor=8.0, position=32767,
@@ -565,7 +565,7 @@ def yarn_inv_freq(answer):
 
 @preamble
 def vllm_length(answer):
-    """Qwen2.5-7B-Instruct's published config.json with a dynamic NTK block (factor 4) added:
+    """Qwen2.5-7B-Instruct's published config.json with a dynamic NTK block (factor 3) added:
     how many positions does vLLM 0.32 serve when no --max-model-len is given?"""
     name = "vllm_length"
     q = QUESTIONS[name]

@@ -227,7 +227,7 @@ def _slider_layout(width):
 def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW,
                  truncate=True):
     """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
-    ``L0``, rotary dim ``r``; YaRN's band, ramp and mscale; each method's overshoot past the
+    ``L0``, rotary dim ``r``; YaRN's band, ramp and attention factor μ; each method's overshoot past the
     trained arc at the last target position s * L0 - 1."""
     s, b = check.real("s", s, minimum=1.0), check.real("b", b, above=1.0)
     L0, r = check.integer("L0", L0, minimum=1), _rotary(r)
@@ -282,8 +282,8 @@ def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
         f"positions · rotary dim {r}",
         f"YaRN band (low, high) = {_band_text(d['band'])}: kept {_pairs(kept)} (≥ {beta_fast:g} "
         f"turns in L0) · ramp {_pairs(blend)} · θ/s {_pairs(divided)} (≤ {beta_slow:g} turn)",
-        f"YaRN mscale = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin: rotary scores "
-        f"× mscale² = {d['mscale'] ** 2:.4f}",
+        f"YaRN μ = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin: rotary scores "
+        f"× μ² = {d['mscale'] ** 2:.4f}",
         f"PI: pair 0 turns {d['inv']['PI (linear)'][0]:.3f} rad per token · NTK-aware: base "
         f"{b:,} → {d['ntk_base']:,.0f}, pair {last} slowed {d['theta'][last] / d['inv']['NTK-aware'][last]:.2f}×",
         f"overshoot at {d['target'] - 1:,}: " + " · ".join(

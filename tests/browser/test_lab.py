@@ -85,7 +85,7 @@ def test_rope_scaling_factor_slider(page, run_notebook, screenshots):
         assert f"factor s = {s:g} " in text
         assert f"target s·L0 = {round(s * L0):,} positions" in text
         assert f"YaRN band (low, high) = {expected_yarn_band(text, b, L0)}:" in text
-        assert f"mscale = 1 + 0.1·ln s = {yarn_mscale(s):.4f}" in text
+        assert f"μ = 1 + 0.1·ln s = {yarn_mscale(s):.4f}" in text
     assert not widget_errors(page), widget_errors(page)
 
 

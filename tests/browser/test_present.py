@@ -88,7 +88,7 @@ def test_presenter_shows_only_widgets_and_a_slider_redraws(page, presenter, scre
     assert move.url_after != move.url_before, "the figure's pixels did not change"
     s = move.value_after
     assert f"factor s = {s:g} " in move.readout_after
-    assert f"mscale = 1 + 0.1·ln s = {yarn_mscale(s):.4f}" in move.readout_after
+    assert f"μ = 1 + 0.1·ln s = {yarn_mscale(s):.4f}" in move.readout_after
     assert move.figure_ms <= REDRAW_LIMIT_MS, f"{move.figure_ms:.0f} ms"
 
 
