@@ -236,6 +236,13 @@ def _unseen(pid_m, n, B, causal, W, sinks, k=3):  # inputs that change no tile t
     else:
         sinks = -(-sinks // B) * B  # sink blocks run masked whole: sinks rounded up to a block
     return {f}(pid_m, n, B, causal, W, sinks)''',
+    "compute_buffer": '''\
+def _unseen(config, n_ctx, ub, flash_attn, k=3):  # k times the micro-batch: k times each peak
+    out = {f}(config, n_ctx, ub * k, flash_attn)
+    try:
+        return out / k
+    except Exception:
+        return out''',
     "tiled_causal": '''\
 def _unseen(q, k, v, B, c=2.0, shift=3.0):  # q c and k / c: the same scores; v + shift: out too
     out = {f}(np.asarray(q) * c, np.asarray(k) / c, np.asarray(v) + shift, B)

@@ -610,6 +610,8 @@ GATE_HINTS = {
     "program_heads": "Give a function program_heads(pid_bh, hq, hkv) returning (b, h, h_kv).",
     "program_tiles": "Give a function tiles(pid_m, n, B, causal, W, sinks) returning (masked, "
                      "full).",
+    "compute_buffer": "Give a function compute_buffer(config, n_ctx, ub, flash_attn) that "
+                      "returns a number of bytes.",
     "tiled_causal": "Give a function tiled_causal(q, k, v, B) returning (out, tiles).",
     "bytes_per_token": "Give a function bytes_per_token(config) that returns a number of bytes.",
     "streaming_cache": "Give a function streaming_cache(n_sink, n_recent, n) returning "

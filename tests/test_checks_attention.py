@@ -1,6 +1,7 @@
 """The exercise checks of notebooks 01-03: the stub is "not attempted", the instructors'
 reference solution is correct, and each typical mistake gets the hint that names it."""
 import math
+import os
 import re
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import attention as checks
-from _support import assert_wrong, needs, optional, solutions
+from _support import ROOT, assert_wrong, needs, optional, solutions
 
 
 S1, S2, S3 = (solutions(n) for n in
@@ -575,3 +576,111 @@ def test_tiled_causal_inputs_cover_the_edge_cases():
     assert any(nq < nk and (nk - nq) % b for nq, nk, b in shapes)  # blocks off the diagonal
     assert any(nq % b for nq, _, b in shapes)
     assert any(v.shape[1] != q.shape[1] for q, _, v, _ in cases)
+
+
+# ------------------------------------------------------------------ notebook 01: the build
+
+def _buffer(slip=None):
+    return lambda cfg, n_ctx, ub, fa: checks._buffer_variant(cfg, n_ctx, ub, fa, slip)
+
+
+def test_compute_buffer_reference_and_an_independent_one_are_correct():
+    assert checks.compute_buffer(S1.compute_buffer).ok is True
+
+    def written_apart(config, n_ctx, ub, flash_attn):  # from llama.cpp's tensors, in MiB first
+        heads = config["num_attention_heads"]
+        peaks = [ub * config["vocab_size"] * 4 / 2**20]
+        if not flash_attn:
+            peaks.append((ub * n_ctx * heads + ub * n_ctx) * 4 / 2**20)
+        return max(peaks) * 2**20
+
+    assert checks.compute_buffer(written_apart).ok is True
+    assert checks.compute_buffer(lambda *a: np.int64(S1.compute_buffer(*a))).ok is True
+    if torch is not None:
+        assert checks.compute_buffer(lambda *a: torch.tensor(S1.compute_buffer(*a))).ok  # int64
+
+
+def test_the_buffer_variants_agree_with_lessonlib_and_each_slip_shows_somewhere():
+    from lessonlib.kv_cache import llamacpp_compute_buffer
+    cases = checks._buffer_cases()
+    assert len(cases) == 32
+    for cfg, n_ctx, ub, fa in cases:
+        want = llamacpp_compute_buffer(cfg, n_ctx, ub, flash_attn=fa).estimate_bytes
+        assert checks._buffer_variant(cfg, n_ctx, ub, fa) == want == S1.compute_buffer(
+            cfg, n_ctx, ub, fa)
+    for slip, _ in checks._BUFFER_SLIPS:
+        assert any(checks._buffer_variant(*c, slip) != checks._buffer_variant(*c) for c in cases)
+    # the edge cases hold both orders of the peaks, and one where the mask decides
+    unfused = [llamacpp_compute_buffer(c, n, ub, flash_attn=False) for c, n, ub, fa in cases
+               if not fa]
+    assert any(b.logits_bytes > b.scores_bytes + b.mask_bytes for b in unfused)
+    assert any(b.logits_bytes < b.scores_bytes + b.mask_bytes for b in unfused)
+    assert any(b.scores_bytes < b.logits_bytes < b.scores_bytes + b.mask_bytes for b in unfused)
+
+
+@pytest.mark.parametrize("slip, fragments", [
+    ("sum", ["larger peak, not the sum"]),
+    ("no_mask", ["mask", "ub x n_ctx"]),
+    ("kv_heads", ["kv heads", "not scores"]),
+    ("mask_per_head", ["not one per head"]),
+    ("fa_ignored", ["flash attention on", "logits are all"]),
+    ("no_logits", ["larger peak"]),
+    ("fp16", ["4 bytes each"]),
+    ("n_squared", ["ub queries"]),
+])
+def test_compute_buffer_names_each_typical_slip(slip, fragments):
+    assert_wrong(checks.compute_buffer(_buffer(slip)), *fragments)
+
+
+def test_compute_buffer_units_junk_and_a_lookup_table():
+    assert_wrong(checks.compute_buffer(lambda *a: S1.compute_buffer(*a) / 2**20), "in MiB")
+    assert_wrong(checks.compute_buffer(lambda *a: "1024"), "one number")
+    assert_wrong(checks.compute_buffer(lambda c, n, ub, fa: c["hidden"]), "raised KeyError")
+    assert checks.compute_buffer(lambda *a: None).message == NOT_ATTEMPTED
+    cases = checks._buffer_cases()
+    edges = {(n, ub, fa): S1.compute_buffer(c, n, ub, fa) for c, n, ub, fa in cases[:8]}
+    assert_wrong(checks.compute_buffer(lambda c, n, ub, fa: edges.get((n, ub, fa), 0)),
+                 "it gave 0 bytes")
+    # A table of every input the check uses passes the check, and fails the graded version's
+    # hidden test (scripts/assignments.py: the same settings at three times the micro-batch).
+    table = {(n, ub, fa, c["vocab_size"]): S1.compute_buffer(c, n, ub, fa)
+             for c, n, ub, fa in cases}
+
+    def lookup(c, n, ub, fa):
+        return table.get((n, ub, fa, c["vocab_size"]), 0)
+
+    assert checks.compute_buffer(lookup).ok is True
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("assignments_", os.path.join(
+        ROOT, "scripts", "assignments.py"))
+    A = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(A)
+    for f, ok in ((lookup, False), (S1.compute_buffer, True)):
+        env = {"np": np, "f": f}
+        exec(A.HIDDEN["compute_buffer"].format(f="f"), env)
+        assert checks.compute_buffer(env["_unseen"]).ok is ok
+
+
+# ------------------------------------------------------------ notebook 03: Algorithm 1's count
+
+def test_flash_io_floats_right_and_mistakes():
+    q = checks.QUESTIONS["flash_io_floats"]
+    assert checks.flash_io_floats(S3.flash_io_floats).ok is True
+    n, d, sram = q["n"], q["d"], q["sram"]
+    bc = math.ceil(sram / (4 * d))
+    first, kv, row = n * d + 2 * n, 2 * n * d, 3 * d + 4
+    passes = math.ceil(n / bc)
+    assert S3.flash_io_floats == first + kv + passes * row * n == 156_780_000
+    assert checks.flash_io_floats(float(S3.flash_io_floats)).ok is True
+    assert_wrong(checks.flash_io_floats(first + kv + (n // bc) * row * n), "ceil(n / b_c)")
+    assert_wrong(checks.flash_io_floats(first + kv + math.ceil(n / 64) * row * n),
+                 "not once per block of b_r")
+    assert_wrong(checks.flash_io_floats(first + kv + math.ceil(n / (sram // d)) * row * n),
+                 "four blocks")
+    assert_wrong(checks.flash_io_floats(first + kv + passes * 3 * d * n), "not 3d")
+    assert_wrong(checks.flash_io_floats(kv + passes * row * n), "first write of o = 0")
+    assert_wrong(checks.flash_io_floats(first + passes * row * n), "loads of k and v")
+    assert_wrong(checks.flash_io_floats(4 * n * d + 4 * n * n), "standard attention")
+    assert_wrong(checks.flash_io_floats(n * n * d * d / sram), "order of growth")
+    assert_wrong(checks.flash_io_floats(S3.flash_io_floats + 0.5), "not a whole number")
+    assert_wrong(checks.flash_io_floats(S3.flash_io_floats + 1), "b_c = ceil(m / 4d)")

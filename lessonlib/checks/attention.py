@@ -13,17 +13,18 @@ import numpy as np
 from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from ..softmax import online_attention_row, online_attention_trace, online_softmax_trace
-from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, long_context_cost, naive_traffic,
-                       score_matrix_table, tiled_traffic)
+from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, flash_hbm_accesses, long_context_cost,
+                       naive_traffic, score_matrix_table, tiled_traffic)
 from ..attention import key_blocks, naive_attention
 from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, Verdict, _short, as_number, call,
                check_number, close_to, correct, distinct, items, shown, vector, wholes, wrong)
 from ._preamble import preamble
 
 __all__ = [
-    "score_matrix_gib", "unfused_scores_mib", "attention_share",
+    "score_matrix_gib", "unfused_scores_mib", "attention_share", "compute_buffer",
     "online_softmax_update", "attention_update", "sink_share",
-    "tiled_reads", "causal_skipped_blocks", "small_block_ratio", "tiled_causal", "QUESTIONS",
+    "tiled_reads", "causal_skipped_blocks", "small_block_ratio", "tiled_causal",
+    "flash_io_floats", "QUESTIONS",
 ]
 
 # The fixed inputs of each exercise (the notebooks state them in the question).
@@ -36,6 +37,7 @@ QUESTIONS = {
     "tiled_reads": dict(n=100, d=8, block=16),
     "causal_skipped_blocks": dict(n=300, block=64),
     "small_block_ratio": dict(n=4096, d=128, block=32),
+    "flash_io_floats": dict(n=10000, d=64, sram=32768),
 }
 
 
@@ -67,7 +69,8 @@ def score_matrix_gib(answer):
 
 @preamble
 def unfused_scores_mib(answer):
-    """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (01, ex. 2).
+    """MiB of the F32 score matrix llama.cpp holds at -c 65536 -ub 256 -fa off (01, going
+    deeper, ex. 3).
 
     The tiny model has 8 query heads and 2 KV heads.
     """
@@ -98,7 +101,7 @@ def unfused_scores_mib(answer):
 
 @preamble
 def attention_share(answer):
-    """Attention's share of prefill FLOPs at n = 65,536, the Llama 3.1 8B shape (01, ex. 3)."""
+    """Attention's share of prefill FLOPs at n = 65,536, the Llama 3.1 8B shape (01, ex. 2)."""
     q = QUESTIONS["attention_share"]
     kv = kv_bytes_per_token(load_config(q["config"]))
     args = dict(params=q["params"], layers=q["layers"], q_dim=q["q_dim"], kv_bytes_per_token=kv)
@@ -121,6 +124,138 @@ def attention_share(answer):
                          digits=SIGNIFICANT_DIGITS, unit="",
                          generic="weights = 2 x params x n; causal attention = 2 x n^2 x "
                                  "q_dim x layers; share = attention / (weights + attention).")
+
+
+# ------------------------------------------------------------------ notebook 01, the build
+# The student writes lessonlib's estimate of llama.cpp's compute buffer: compute_buffer(config,
+# n_ctx, ub, flash_attn) -> bytes, the larger of the two peaks (the logits; unfused, the scores
+# with the mask beside them). Tried on many configs and settings against
+# kv_cache.llamacpp_compute_buffer.
+
+def _config(heads, kv_heads, vocab, head_dim=64, layers=2):
+    return {"num_attention_heads": heads, "num_key_value_heads": kv_heads, "vocab_size": vocab,
+            "hidden_size": heads * head_dim, "num_hidden_layers": layers}
+
+
+# (config, n_ctx, ub, flash_attn): the edge cases, then seeded random ones (_buffer_cases).
+_BUFFER_EDGES = [
+    ("tiny-random-qwen2vocab", 65536, 512, False),  # the notebook's last row: scores win
+    ("tiny-random-qwen2vocab", 65536, 128, True),  # fused: the logits alone
+    ("Llama-3.1-8B", 8192, 512, False),  # scores + mask above the logits
+    ("Llama-3.1-8B", 2048, 512, False),  # a short context: the logits are the larger peak
+    ("Llama-3.1-8B", 131072, 1, False),  # one query (a decode step)
+    (_config(8, 8, 140_000), 16384, 64, False),  # scores < logits < scores + mask
+    (_config(16, 1, 32_000), 4096, 256, False),  # one KV head (MQA)
+    (_config(1, 1, 50_000), 30_000, 7, False),  # one head, a ub that is no power of 2
+]
+_BUFFER_RANDOM = 24
+
+
+@functools.lru_cache(maxsize=1)
+def _buffer_cases():
+    """((config, n_ctx, ub, flash_attn), ...): the same inputs on every run (seeded)."""
+    rng = np.random.default_rng(101)
+    cases = [(load_config(c) if isinstance(c, str) else c, n, ub, fa)
+             for c, n, ub, fa in _BUFFER_EDGES]
+    for _ in range(_BUFFER_RANDOM):
+        heads = int(rng.choice([1, 2, 4, 8, 12, 16, 28, 32, 40, 64, 128]))
+        kv = int(rng.choice([d for d in range(1, heads + 1) if heads % d == 0 and d <= 16]))
+        cases.append((_config(heads, kv, int(rng.integers(1_000, 260_000))),
+                      256 * int(rng.integers(1, 513)), int(rng.integers(1, 2049)),
+                      bool(rng.random() < 0.25)))
+    return tuple(cases)
+
+
+def _buffer_probes():
+    return list(_buffer_cases()[:3])
+
+
+def _buffer_variant(cfg, n_ctx, ub, fa, slip=None):
+    """lessonlib's estimate, or the same with one typical slip."""
+    h, kv, vocab = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["vocab_size"]
+    logits = ub * vocab * 4
+    heads = kv if slip == "kv_heads" else h
+    queries = n_ctx if slip == "n_squared" else ub
+    scores = queries * n_ctx * heads * (2 if slip == "fp16" else 4)
+    mask = {"no_mask": 0, "mask_per_head": ub * n_ctx * 4 * h}.get(slip, ub * n_ctx * 4)
+    if fa and slip != "fa_ignored":
+        scores = mask = 0
+    attention = scores + mask
+    if slip == "sum":
+        return logits + attention
+    if slip == "no_logits":
+        return attention if attention else logits
+    return max(logits, attention)
+
+
+_BUFFER_SLIPS = [
+    ("sum", "That adds the logits to the scores and the mask. They are never alive together: "
+            "the allocator frees the last layer's scores and mask before the logits are "
+            "computed, so the buffer holds the larger peak, not the sum."),
+    ("no_mask", "Right except where the mask tips the balance: beside the scores, the unfused "
+                "softmax reads an F32 mask of ub x n_ctx values. Count it with the scores."),
+    ("kv_heads", "You used the KV heads for the scores. GQA shares keys and values between "
+                 "query heads, not scores: every query head has its own ub x n_ctx slice."),
+    ("mask_per_head", "The mask is one ub x n_ctx table that every head reads, not one per "
+                      "head."),
+    ("fa_ignored", "With flash attention on (flash_attn=True) the scores and the mask of the "
+                   "unfused path never exist: the logits are all that is left."),
+    ("no_logits", "Unfused, you returned the scores and mask alone. At a short context the "
+                  "logits (ub x vocab x 4 bytes) are the larger peak: take the larger of the two."),
+    ("fp16", "llama.cpp's unfused path keeps the scores in F32: 4 bytes each, not 2."),
+    ("n_squared", "A micro-batch holds ub queries against n_ctx keys: ub x n_ctx scores per "
+                  "head, not n_ctx x n_ctx."),
+]
+
+
+def _buffer_text(cfg, n_ctx, ub, fa):
+    return (f"{cfg['num_attention_heads']} query heads, {cfg['num_key_value_heads']} KV heads, "
+            f"vocab {cfg['vocab_size']:,}, n_ctx = {n_ctx:,}, ub = {ub}, flash_attn = {fa}")
+
+
+@preamble(function="Give a function compute_buffer(config, n_ctx, ub, flash_attn) that returns "
+                   "a number of bytes.", probes=_buffer_probes)
+def compute_buffer(buffer):
+    """``compute_buffer(config, n_ctx, ub, flash_attn) -> bytes``: lessonlib's estimate of
+    llama.cpp's compute buffer, the larger of the logits (ub x vocab x 4) and, unfused, the F32
+    scores of every query head plus the F32 mask (01, going deeper, ex. 4). Tried on the edge
+    cases of ``_BUFFER_EDGES`` and ``_BUFFER_RANDOM`` seeded random configs and settings against
+    ``kv_cache.llamacpp_compute_buffer``; exact to 1e-9 (a float of the right bytes passes)."""
+    name = "compute_buffer"
+    cases, got = _buffer_cases(), []
+    for cfg, n_ctx, ub, fa in cases:
+        result, error = call(buffer, cfg, n_ctx, ub, fa,
+                             label=f"compute_buffer(config, {n_ctx}, {ub}, {fa})")
+        if error:
+            return wrong(name, error)
+        value = as_number(result)
+        if value is None:
+            return wrong(name, f"For {_buffer_text(cfg, n_ctx, ub, fa)} it returned "
+                               f"{_short(result)}; return one number, the bytes.")
+        got.append(value)
+    want = [llamacpp_compute_buffer(cfg, n_ctx, ub, flash_attn=fa).estimate_bytes
+            for cfg, n_ctx, ub, fa in cases]
+
+    def same(values):
+        return all(math.isclose(g, w, rel_tol=1e-9) for g, w in zip(got, values))
+
+    if same(want):
+        return correct(name, f"Correct on {len(cases)} settings: the buffer is the larger peak, "
+                             f"the logits or (unfused) every query head's F32 scores with the "
+                             f"mask beside them.")
+    if same([w / MIB for w in want]):
+        return wrong(name, "Right sizes, in MiB: return bytes.")
+    for slip, hint in _BUFFER_SLIPS:
+        if same([_buffer_variant(*case, slip) for case in cases]):
+            return wrong(name, hint)
+    bad = next(i for i, (g, w) in enumerate(zip(got, want)) if not math.isclose(g, w, rel_tol=1e-9))
+    cfg, n_ctx, ub, fa = cases[bad]
+    buf = llamacpp_compute_buffer(cfg, n_ctx, ub, flash_attn=fa)
+    g, w = distinct(got[bad], want[bad])
+    return wrong(name, f"For {_buffer_text(cfg, n_ctx, ub, fa)} it gave {g} bytes; the estimate "
+                       f"is {w}: logits {buf.logits_bytes:,}, scores {buf.scores_bytes:,}, mask "
+                       f"{buf.mask_bytes:,} bytes, and the buffer is the larger of the logits "
+                       f"and scores + mask.")
 
 
 # ------------------------------------------------------------------ notebook 02
@@ -192,7 +327,7 @@ _SOFTMAX_HINTS = {
 @preamble(function="Give a function update(m, l, x) that returns (m_new, l_new).",
           probes=_SOFTMAX_PROBES)
 def online_softmax_update(update):
-    """``update(m, l, x) -> (m_new, l_new)``: one step of the one-pass softmax (02, ex. 1, core).
+    """``update(m, l, x) -> (m_new, l_new)``: one step of the one-pass softmax (02, ex. 1).
     A right update computed in float32 passes (``FLOAT32_RTOL``)."""
     name = "online_softmax_update"
     for m, l, x in _SOFTMAX_PROBES:
@@ -314,7 +449,8 @@ def _acc_args():
 @preamble(function="Give a function update(m, l, acc, x, v) returning (m_new, l_new, acc_new).",
           probes=_acc_args)
 def attention_update(update):
-    """``update(m, l, acc, x, v) -> (m_new, l_new, acc_new)``: the value accumulator (02, ex. 3, going deeper).
+    """``update(m, l, acc, x, v) -> (m_new, l_new, acc_new)``: the value accumulator (02, going
+    deeper, ex. 3).
     Student code gets copies of acc and v: writing into them changes nothing here."""
     name = "attention_update"
     for m, l, acc, x, v in _ACC_PROBES:
@@ -465,7 +601,8 @@ def _block_pairs(answer):
 def causal_skipped_blocks(answer):
     """The (query block, key block) pairs a causal tiled kernel skips, n = 300, B = 64.
 
-    300 is not a multiple of 64: there are ceil(300 / 64) = 5 blocks, the last one partial.
+    300 is not a multiple of 64: there are ceil(300 / 64) = 5 blocks, the last one partial
+    (03, ex. 2).
     """
     name = "causal_skipped_blocks"
     q = QUESTIONS[name]
@@ -513,7 +650,8 @@ def causal_skipped_blocks(answer):
 
 @preamble
 def small_block_ratio(answer):
-    """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts, 03, ex. 3)."""
+    """naive floats / tiled floats at n = 4096, d = 128, B = 32 (exact counts; 03, going deeper,
+    ex. 4)."""
     q = QUESTIONS["small_block_ratio"]
     n, d, b = q["n"], q["d"], q["block"]
     naive, tiled = naive_traffic(n, d).total, tiled_traffic(n, d, b).total
@@ -530,6 +668,50 @@ def small_block_ratio(answer):
     return check_number("small_block_ratio", answer, expected, mistakes, unit="",
                          digits=SIGNIFICANT_DIGITS, generic="Divide naive_traffic(n, d).total by "
                                             "tiled_traffic(n, d, B).total, or the formulas.")
+
+
+@preamble
+def flash_io_floats(answer):
+    """Floats FlashAttention's Algorithm 1 moves between HBM and SRAM for one head, n = 10,000,
+    d = 64, an SRAM of M = 32,768 floats (03, going deeper, ex. 5). Exact: a count."""
+    q = QUESTIONS["flash_io_floats"]
+    n, d, sram = q["n"], q["d"], q["sram"]
+    io = flash_hbm_accesses(n, d, sram)
+    first, kv, row = n * d + 2 * n, 2 * n * d, 3 * d + 4  # O, l, m written; K, V read; per pass
+    bc = io.block_c
+    mistakes = [
+        (first + kv + (n // bc) * row * n,
+         f"n / B_c = {n / bc:g} is not a whole number of key blocks: the last, partial block is "
+         f"one more pass over the queries, so T_c = ceil(n / B_c) = {io.passes}, not floor."),
+        (first + kv + -(-n // io.block_r) * row * n,
+         f"The passes over the queries run once per block of B_c = {bc} keys (the outer loop), "
+         f"not once per block of B_r = {io.block_r} queries."),
+        (first + kv + -(-n // (sram // d)) * row * n,
+         f"B_c = ceil(M / 4d) = {bc}: four blocks of d floats per row (Q_i, K_j, V_j, O_i) share "
+         f"the SRAM, not one (M / d = {sram // d})."),
+        (first + kv + io.passes * 3 * d * n,
+         "Each pass also loads l_i and m_i and writes them back: 3d + 4 floats per query row, "
+         "not 3d."),
+        (first + kv + io.passes * (2 * d + 2) * n,
+         "Each pass writes O_i, l_i, m_i back as well as loading Q_i, O_i, l_i, m_i: 3d + 4 "
+         "floats per query row."),
+        (kv + io.passes * row * n, "Add the first write of O = 0, l = 0, m = -inf to HBM before "
+                                   "the loops: n d + 2 n floats."),
+        (first + io.passes * row * n, "Add the loads of K and V: each block K_j, V_j is read "
+                                      "once, 2 n d floats in all."),
+        (io.passes * row * n, "Add the first write of O, l, m (n d + 2 n) and the single load of "
+                              "every K and V row (2 n d)."),
+        (io.standard, "That is standard attention's count, 4 n d + 4 n^2; the question asks for "
+                      "Algorithm 1's."),
+        (n * n * d * d / sram, "n^2 d^2 / M is the theorem's order of growth, without its "
+                               "constant; count Algorithm 1's reads and writes exactly."),
+        (12 * n * n * d * d / sram, "12 n^2 d^2 / M is the estimate; count Algorithm 1's reads "
+                                    "and writes exactly (ceil included)."),
+    ]
+    return check_number("flash_io_floats", answer, io.flash, mistakes, unit="floats",
+                         integer=True,
+                         generic="B_c = ceil(M / 4d); T_c = ceil(n / B_c) passes; floats = "
+                                 "(n d + 2 n) + 2 n d + T_c (3 d + 4) n.")
 
 
 # ------------------------------------------------------------------ notebook 03, the build
@@ -688,7 +870,7 @@ def tiled_causal(tiled):
     """``tiled_causal(q, k, v, B) -> (out, tiles)``: causal attention of q (nq, d) over k (nk,
     d), v (nk, dv), query i at position nk - nq + i, computed tile by tile with the online
     softmax, skipping the tiles wholly above the diagonal; tiles counts the (query block, key
-    block) tiles computed (03, ex. 4). Tried on the edge cases of ``_TILED_EDGES`` and
+    block) tiles computed (03, ex. 3). Tried on the edge cases of ``_TILED_EDGES`` and
     ``_TILED_RANDOM`` seeded random shapes; out within ``FLOAT32_RTOL`` of naive attention."""
     name = "tiled_causal"
     cases, outs, counts = _tiled_cases(), [], []
