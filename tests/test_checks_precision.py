@@ -22,6 +22,7 @@ NUMERIC = {
     ("03_tiled_attention", "attention", "tiled_reads"): "whole",
     ("03_tiled_attention", "attention", "small_block_ratio"): "digits",
     ("04_flash_attention_triton", "triton", "grid_programs"): "whole",
+    ("04_flash_attention_triton", "triton", "nan_guard_rows"): "whole",
     ("07_rope", "rope", "never_turning"): "whole",
     ("07_rope", "rope", "chunk_position"): "whole",
     ("07_rope", "rope", "product_rounding"): "digits",
