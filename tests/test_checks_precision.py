@@ -21,6 +21,7 @@ NUMERIC = {
     ("02_online_softmax", "attention", "sink_share"): "digits",
     ("03_tiled_attention", "attention", "tiled_reads"): "whole",
     ("03_tiled_attention", "attention", "small_block_ratio"): "digits",
+    ("03_tiled_attention", "attention", "flash_io_floats"): "whole",
     ("04_flash_attention_triton", "triton", "grid_programs"): "whole",
     ("04_flash_attention_triton", "triton", "nan_guard_rows"): "whole",
     ("07_rope", "rope", "never_turning"): "whole",

@@ -376,9 +376,10 @@ def test_ticks_are_fixed_once_laid_out(factory):
 
 
 def test_tokens_slider_reaches_the_exercise_lengths():
-    """Exercise 2 asks about n = 300 and the notebook says to type it: 300 lies on the slider's
-    steps (a typed value off them would snap to the nearest step), and the skipped tiles the
-    widget then draws are the ones the exercise's check accepts."""
+    """Exercise 2 asks about n = 300 and the notebook says how to type a length, and its snapshot
+    shows n = 300: 300 lies on the slider's steps (a typed value off them would snap to the
+    nearest step), and the skipped tiles the widget then draws are the ones the exercise's check
+    accepts."""
     from lessonlib.checks import attention as checks
     w = W.tiled_explorer()
     c = w.controls["n"]
