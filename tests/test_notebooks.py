@@ -58,18 +58,81 @@ def test_each_notebook_opens_with_what_it_assumes_and_what_it_teaches(path):
         assert named and all(n < number for n in named), assumes
 
 
+# ------------------------------------------------------------------ a core path, then going deeper
+# A notebook is a core path (what its exercises need, read in about 45 minutes) followed by
+# optional sections, each opening with a markdown cell whose first line is "## Going deeper: ..."
+# and each with at least one checked exercise of its own. The time of a run of cells is
+# estimated from its text, the rule the README's table states: the markdown's words at 75 words
+# a minute (worked numbers are redone by hand), one minute per code cell that is read and run,
+# 5 minutes per numeric warm-up and 15 per exercise that asks for a function (its cell holds a
+# ``def``), rounded to 5 minutes.
+GOING_DEEPER = re.compile(r"^## Going deeper: \S")
+CORE_MINUTES = 45
+
+
+def parts(nb):
+    """(core cells, [(title, cells) of each going-deeper section])."""
+    core, sections = [], []
+    for cell in nb["cells"]:
+        first = source(cell).lstrip().split("\n", 1)[0]
+        if cell["cell_type"] == "markdown" and GOING_DEEPER.match(first):
+            sections.append((first.split(":", 1)[1].strip(), []))
+        (sections[-1][1] if sections else core).append(cell)
+    return core, sections
+
+
+def exercise_cells(cells):
+    return [c for c in cells if c["cell_type"] == "code" and EXERCISE.search(source(c))]
+
+
+def minutes(cells):
+    words = sum(len(source(c).split()) for c in cells if c["cell_type"] == "markdown")
+    code = [c for c in cells if c["cell_type"] == "code"]
+    exercises = exercise_cells(cells)
+    builds = sum("def " in source(c) for c in exercises)
+    m = words / 75 + (len(code) - len(exercises)) + 5 * (len(exercises) - builds) + 15 * builds
+    return 5 * round(m / 5)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_shape_of_a_lesson(path):
     nb = load(path)
-    assert 12 <= len(nb["cells"]) <= 25, f"{len(nb['cells'])} cells"
-    checks = [c for c in code_cells(nb) if EXERCISE.search(source(c))]
-    assert 2 <= len(checks) <= 4, "two to four checked exercises"
-    for c in checks:  # committed unfilled: the check says so, deterministically
+    core, sections = parts(nb)
+    assert 12 <= len(core) <= 25, f"{len(core)} cells on the core path"
+    assert len(nb["cells"]) <= 40, f"{len(nb['cells'])} cells in all"
+    checks = exercise_cells(core)
+    assert 2 <= len(checks) <= 4, "two to four checked exercises on the core path"
+    assert any("def " in source(c) for c in exercise_cells(nb["cells"])), (
+        "no exercise asks for a function: the student never builds the mechanism")
+    assert minutes(core) <= CORE_MINUTES, f"core path about {minutes(core)} minutes"
+    assert any(source(c).startswith("## Summary") for c in core), "the core path ends unsummed"
+    for title, cells in sections:
+        assert exercise_cells(cells), f"going deeper ({title}): no exercise of its own"
+    for c in exercise_cells(nb["cells"]):  # committed unfilled: the check says so, deterministically
         text = json.dumps(c["outputs"])
         assert "not attempted" in text and NOT_ATTEMPTED.split(":")[0] in text
     skips = sum(source(c).count("NBVAL_IGNORE_OUTPUT") + source(c).count("NBVAL_SKIP")
                 for c in code_cells(nb))
     assert skips <= len(code_cells(nb)) // 4
+
+
+def test_readme_gives_each_notebooks_minutes_by_its_rule():
+    """The README's table: the core path's minutes and the going-deeper sections', as
+    ``minutes`` estimates them from the committed notebooks."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    totals = [0, 0]
+    for path in NOTEBOOKS:
+        stem = os.path.basename(path)[:-len(".ipynb")]
+        core, sections = parts(load(path))
+        deeper = sum(minutes(cells) for _, cells in sections)
+        row = re.search(rf"^\| `{stem}` \|.*\| (\d+) \| (\d+|-) \|$", readme, re.M)
+        assert row, f"README: no row for {stem} ending in its minutes"
+        assert (int(row[1]), row[2]) == (minutes(core), str(deeper) if deeper else "-"), stem
+        totals = [totals[0] + minutes(core), totals[1] + deeper]
+    said = " ".join(readme.split())
+    assert (f"The core paths take about {totals[0] / 60:.1f} hours in all ({totals[0]} minutes), "
+            f"the going-deeper sections about {totals[1] / 60:.1f} more.") in said
 
 
 # ------------------------------------------------------------------ numbers come from lessonlib
