@@ -181,7 +181,8 @@ def _shift(n, n_ctx, n_keep, *, bos=1, cap=True, full=None, drop=None, one=False
     (dict(cap=False), "n_ctx - 4"),
     (dict(one=True), "one token per step"),
     (dict(full=lambda c: 10 ** 9), "Nothing was dropped"),
-], ids=lambda v: str(v) if isinstance(v, dict) else "")
+], ids=["bos-dropped", "shift-late", "drop-rounded-down", "no-cap", "one-per-step",
+        "nothing-dropped"])
 def test_context_shift_names_each_typical_slip(slip, hint):
     verdict = checks.context_shift(lambda n, c, k: _shift(n, c, k, **slip))
     assert verdict.ok is False and hint in verdict.message, verdict.message
