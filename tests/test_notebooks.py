@@ -29,6 +29,14 @@ def source(cell):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_every_notebook_is_valid_nbformat(path):
+    """Jupyter opens an invalid notebook with a warning and nbgrader refuses it (a markdown
+    cell that carries outputs, say, as a hand edit of the JSON can leave)."""
+    import nbformat
+    nbformat.validate(nbformat.read(path, as_version=4))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_every_code_cell_was_run_and_has_output(path):
     """A notebook committed without outputs would pass nbval silently."""
     for i, cell in enumerate(code_cells(load(path))):
