@@ -169,7 +169,7 @@ def test_program_tiles_cases_cover_the_edges():
     ("p_last_unclipped", "min(p_first + B, n) - 1"),
     ("window_is_causal", "every later key"),
     ("sinks_without_window", "W = 0"),
-    ("sink_blocks_full", "always run with the mask"),
+    ("sink_blocks_full", "before the band always run"),
 ])
 def test_program_tiles_names_each_typical_slip(slip, hint):
     assert_wrong(checks.program_tiles(lambda *a: checks._tiles(*a, slip=slip)), hint)
@@ -394,3 +394,35 @@ def test_sink_output_forms():
     assert checks.sink_output(map(float, [1.2, -0.6])).ok
     assert_wrong(checks.sink_output([1.2 + 1j, -0.6]), "complex number")
     assert_wrong(checks.sink_output(["1.2", "-0.6"]), "without quotes")
+
+
+def _tiles_by_the_notebooks_rule(pid_m, n, B, causal, W, sinks):
+    """Notebook 04's build exercise, its rule taken word for word from visibility alone: a block
+    is visited when some real query may see one of its keys; full when it holds B real keys and
+    every real query sees all of them by the causal and window rules alone; a sink block visited
+    before the window's band always runs masked, one inside the band follows the band's rule."""
+    queries = range(pid_m * B, min(pid_m * B + B, n))
+
+    def by_rules(p, k):  # the causal and window rules alone
+        return (not causal or k <= p) and (not W or p - k < W)
+
+    def sees(p, k):
+        return by_rules(p, k) or bool(W and k < sinks and (not causal or k <= p))
+
+    band_start = max(queries[0] - W + 1, 0) // B if W else 0
+    masked, full = set(), set()
+    for j in range(-(-n // B)):
+        keys = range(j * B, min(j * B + B, n))
+        if not any(sees(p, k) for p in queries for k in keys):
+            continue
+        whole = len(keys) == B and all(by_rules(p, k) for p in queries for k in keys)
+        (full if whole and j >= band_start else masked).add(j)
+    return masked, full
+
+
+def test_the_notebooks_stated_rule_is_the_kernels_on_every_case():
+    """The rule as notebook 04 states it gives kernel_plan's tiles on every case the check tries
+    (its first statement, "sink blocks always run masked", did not: block 0 is full for program
+    1 of the worked example)."""
+    for case in checks._tile_cases():
+        assert _tiles_by_the_notebooks_rule(*case) == checks._plan(*case), case

@@ -358,8 +358,9 @@ _TILE_HINTS = {
     "sinks_without_window": "With no window (W = 0) every key is visible anyway: sink tokens "
                             "change nothing, and their blocks are tiles like the others.",
     "sink_blocks_full": "The kernel proves a tile full from its loop bounds, by the causal and "
-                        "window rules alone: the sink blocks always run with the mask, even "
-                        "one that holds nothing but sink tokens.",
+                        "window rules alone: the sink blocks visited before the band always run "
+                        "with the mask, even one that holds nothing but sink tokens (a sink "
+                        "block inside the band follows the band's rule).",
 }
 
 
@@ -410,8 +411,8 @@ def program_tiles(fn):
     if got == expected:
         return correct(name, f"Correct on {len(cases)} cases (n not a multiple of B, W = 1, W "
                              f"past n, sinks inside and before the band, the first and last "
-                             f"program, dense): the sink blocks, the window edge and the "
-                             f"diagonal run with the mask, the interior without it.")
+                             f"program, dense): the sink blocks before the band, the window edge "
+                             f"and the diagonal run with the mask, the interior without it.")
     both = next((c for c, (m, f) in zip(cases, got) if m & f), None)
     if both is not None:
         m, f = got[cases.index(both)]

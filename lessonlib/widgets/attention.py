@@ -168,8 +168,10 @@ def _softmax_readout(scores, k, st, sink_logit):
     if st["sink"] is not None:
         sk = st["sink"]
         lines.append(f"{output}; with the sink {_vector(sk['output'])}")
-        lines.append(f"sink logit z = {sink_logit:g}: l = {sk['step'].l:.6f} with it, and the sink "
-                     f"takes {100 * sk['share']:.1f}% of the weight")
+        m_s = sk["step"].m  # the max with the sink: the old l is rescaled to it, e^z added
+        lines.append(f"sink z = {sink_logit:g}: m = {m_s:g}, l = {last.l:.6f} e^{last.m - m_s:g} "
+                     f"+ e^{sink_logit - m_s:g} = {sk['step'].l:.6f}; the sink takes "
+                     f"{100 * sk['share']:.1f}% of the weight")
     else:
         lines.append(output)
         lines.append("no sink: the weights of the keys add up to 1")
@@ -264,6 +266,18 @@ def _blocks(t):
     return "block" if t == 1 else "blocks"
 
 
+def _ratio_line(n, d, block, causal, data):
+    """naive / tiled beside its large-n estimate: 2B/d without the mask; a causal kernel streams
+    about half of K and V (naive still computes all of S), so about 4B/d. Both hold for n much
+    larger than d and B (the 4nd floats of Q, K, V and O count at small n: the prose says so)."""
+    more = "; tiling moves MORE floats" if data["ratio"] < 1 else ""
+    if not causal:
+        return f"naive / tiled = {data['ratio']:.2f} (2B/d = {2 * block / d:.2f}){more}"
+    unmasked = data["naive"] / _tiled(n, d, block, False).total
+    return (f"naive / tiled: causal {data['ratio']:.2f} (4B/d = {4 * block / d:.2f}), no mask "
+            f"{unmasked:.2f} (2B/d = {2 * block / d:.2f}){more}")
+
+
 def _tiled_readout(n, d, block, causal, data):
     """Five lines; d (fixed) and what a tile is are in the notebook's prose."""
     codes = data["codes"]
@@ -280,8 +294,7 @@ def _tiled_readout(n, d, block, causal, data):
         f"({100 * skipped / (t * t):.1f}%)",
         f"floats moved per head: naive {data['naive']:,}, tiled {data['tiled'].total:,} "
         f"(reads {data['tiled'].reads:,}, writes {data['tiled'].writes:,})",
-        f"ratio naive / tiled = {data['ratio']:.2f}; estimate 2B/d = {2 * block / d:.2f}"
-        + ("  (tiling moves MORE floats than naive here)" if data["ratio"] < 1 else ""),
+        _ratio_line(n, d, block, causal, data),
         f"score buffer n^2 = {n * n:,} floats; one tile B^2 = {block * block:,} floats",
     ])
 
