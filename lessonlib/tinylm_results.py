@@ -50,7 +50,7 @@ VARIANT_LABELS = {
     "ntk": "NTK-aware, s = 8",
     "dynamic": "dynamic NTK",
     "yarn": "YaRN, s = 8",
-    "yarn_no_mscale": "YaRN, s = 8, no mscale",
+    "yarn_no_mscale": "YaRN, s = 8, mu = 1",  # mu: YaRN's attention factor (notebook 08)
     "as_trained": "PI fine-tune (s = 2)",
 }
 

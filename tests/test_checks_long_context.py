@@ -13,7 +13,7 @@ from lessonlib.configs import load_config
 
 SOLUTIONS = vars(solutions("09_long_context_cost_and_needles"))
 NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found"]
-P, L, Q = 1_235_814_400, 16, 2048  # the exercises' Llama 3.2 1B shape: 32 query heads x 64
+N_PARAM, L, Q = 1_235_814_400, 16, 2048  # the exercises' Llama 3.2 1B shape: 32 query heads x 64
 NOTEBOOK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "notebooks", "09_long_context_cost_and_needles.ipynb")
 
@@ -28,38 +28,39 @@ def test_the_exercise_shape_is_llama_3_2_1b_counted_from_its_config():
     per_layer = h * q + 2 * h * kv + q * h + 3 * h * cfg["intermediate_size"] + 2 * h
     assert cfg["tie_word_embeddings"] is True  # one vocab x hidden matrix, not two
     count = cfg["vocab_size"] * h + layers * per_layer + h
-    assert count == P == checks.LLAMA32_1B_PARAMS
+    assert count == N_PARAM == checks.LLAMA32_1B_PARAMS
     assert (layers, q) == (L, Q)
     for name in ("crossover_tokens", "prompt_cost_ratio"):
         assert checks.QUESTIONS[name]["config"] == "Llama-3.2-1B"
-        assert checks.QUESTIONS[name]["params"] == P
+        assert checks.QUESTIONS[name]["params"] == N_PARAM
 
 
 def test_the_notebook_states_the_shape_the_checks_use():
-    """The exercise text gives the student P, L and q_dim: the same numbers as the checks."""
+    """The exercise text gives the student N_param, L and q_dim: the same numbers as the checks."""
     with open(NOTEBOOK) as f:
         text = "".join("".join(c["source"]) for c in json.load(f)["cells"]
                        if c["cell_type"] == "markdown")
     exercises = text[text.index("## Exercises"):]
-    for fragment in (f"{P:,}", f"L = {L}", f"q_\\text{{dim}} = {Q}", "131,072", "4,096"):
+    for fragment in (f"{N_PARAM:,}", f"L = {L}", f"q_\\text{{dim}} = {Q}", "131,072", "4,096"):
         assert fragment in exercises, fragment
 
 
 def test_the_answers_are_not_the_worked_examples():
     """The notebook works Llama 3.1 8B (crossover 61,264, 94.2x); the exercises' 1B shape gives
     other answers, which the notebook never prints (tests/test_notebooks.py looks)."""
-    assert SOLUTIONS["crossover_tokens"] == pytest.approx(P / (Q * L))
+    assert SOLUTIONS["crossover_tokens"] == pytest.approx(N_PARAM / (Q * L))
     assert round(SOLUTIONS["crossover_tokens"]) == 37714
-    ratio = (2 * P * 131072 + 2 * 131072 ** 2 * Q * L) / (2 * P * 4096 + 2 * 4096 ** 2 * Q * L)
+    ratio = ((2 * N_PARAM * 131072 + 2 * 131072 ** 2 * Q * L)
+             / (2 * N_PARAM * 4096 + 2 * 4096 ** 2 * Q * L))
     assert SOLUTIONS["prompt_cost_ratio"] == pytest.approx(ratio)
     assert f"{ratio:.1f}" == "129.2"
 
 
 @pytest.mark.parametrize("answer, hint", [
-    (P / (2 * Q * L), "causal mask"),
-    (P / Q, "every one of the 16 layers"),
-    (P / (512 * L), "every query head"),      # KV dim 8 x 64 instead of q_dim
-    (math.sqrt(P / (Q * L)), "not a square root"),
+    (N_PARAM / (2 * Q * L), "causal mask"),
+    (N_PARAM / Q, "every one of the 16 layers"),
+    (N_PARAM / (512 * L), "every query head"),      # KV dim 8 x 64 instead of q_dim
+    (math.sqrt(N_PARAM / (Q * L)), "not a square root"),
     (8.03e9 / (4096 * 32), "worked Llama 3.1 8B"),  # the notebook's worked shape, 61,264
     (1e5, "solve for n"),
 ])
@@ -69,7 +70,7 @@ def test_crossover_hints(answer, hint):
 
 
 def total(n, causal=True):
-    return 2 * P * n + (2 if causal else 4) * n * n * Q * L
+    return 2 * N_PARAM * n + (2 if causal else 4) * n * n * Q * L
 
 
 @pytest.mark.parametrize("answer, hint", [

@@ -41,7 +41,7 @@ def test_flop_curves_are_long_context_cost(w):
     lines = w.artists["flops"]["lines"]
     costs = long_context_cost(LENGTHS, params=8.03e9, layers=32, q_dim=4096,
                               kv_bytes_per_token=131072)
-    np.testing.assert_allclose(lines["weights: 2 P n"].get_ydata(),
+    np.testing.assert_allclose(lines["weights: 2 N_param n"].get_ydata(),
                                [c.weight_flops / 1e12 for c in costs])
     np.testing.assert_allclose(lines["attention, causal: 2 n² q_dim L"].get_ydata(),
                                [c.attention_flops / 1e12 for c in costs])

@@ -9,15 +9,16 @@ import math
 
 from lessonlib import needles
 
-# Exercise 1: the Llama 3.2 1B shape, P = 1,235,814,400 (its embedding shared with the output
-# layer), L = 16, q_dim = 32 x 64 = 2048. Weights 2 P n; causal attention 2 n^2 q_dim L. Equal
-# when n = P / (q_dim L): sooner than the notebook's Llama 3.1 8B, whose P / L is larger.
+# Exercise 1: the Llama 3.2 1B shape, N_param = 1,235,814,400 (its embedding shared with the
+# output layer), L = 16, q_dim = 32 x 64 = 2048. Weights 2 N_param n; causal attention
+# 2 n^2 q_dim L. Equal when n = N_param / (q_dim L): sooner than the notebook's Llama 3.1 8B,
+# whose N_param / L is larger.
 crossover_tokens = 1_235_814_400 / (2048 * 16)  # 37,714 tokens
 
 
 # Exercise 2: total prefill FLOPs at 131,072 over 4,096 tokens, same shape.
-def total_flops(n, P=1_235_814_400, q_dim=2048, L=16):
-    return 2 * P * n + 2 * n * n * q_dim * L
+def total_flops(n, N_param=1_235_814_400, q_dim=2048, L=16):
+    return 2 * N_param * n + 2 * n * n * q_dim * L
 
 
 prompt_cost_ratio = total_flops(131072) / total_flops(4096)  # about 129.2

@@ -51,14 +51,14 @@ def crossover_tokens(answer):
     the Llama 3.2 1B shape (1,235,814,400 parameters, 16 layers, q_dim 32 x 64 = 2,048)."""
     q = QUESTIONS["crossover_tokens"]
     cfg, L, q_dim, kv_dim = _shape(q["config"])
-    P = q["params"]
-    expected = crossover_length(P, layers=L, q_dim=q_dim)  # 2 P n = 2 n^2 q_dim L
+    N_param = q["params"]
+    expected = crossover_length(N_param, layers=L, q_dim=q_dim)  # 2 N_param n = 2 n^2 q_dim L
     _, L8, q8, _ = _shape(WORKED["config"])
     mistakes = [
         (crossover_length(WORKED["params"], layers=L8, q_dim=q8),
          "That is the notebook's worked Llama 3.1 8B. This exercise is the Llama 3.2 1B shape: "
-         "its own P, L and q_dim."),
-        (crossover_length(P, layers=L, q_dim=q_dim, causal=False),
+         "its own N_param, L and q_dim."),
+        (crossover_length(N_param, layers=L, q_dim=q_dim, causal=False),
          "That ignores the causal mask: each query sees only the keys before it, which halves "
          "attention's 4 n^2 q_dim L, so the crossover moves up 2x."),
         (expected * L, f"Attention runs in every one of the {L} layers: its FLOPs are "
@@ -66,13 +66,13 @@ def crossover_tokens(answer):
         (expected * q_dim / kv_dim, f"q_dim is query heads x head_dim = {q_dim:,}: every query "
                                     f"head computes its own scores (GQA shares K and V, not "
                                     f"the work)."),
-        (math.sqrt(expected), "Solve 2 P n = 2 n^2 q_dim L for n: divide both sides by 2 n, "
-                              "giving n = P / (q_dim L), not a square root."),
+        (math.sqrt(expected), "Solve 2 N_param n = 2 n^2 q_dim L for n: divide both sides by "
+                              "2 n, giving n = N_param / (q_dim L), not a square root."),
     ]
     return check_number("crossover_tokens", answer, expected, mistakes, unit="tokens",
                         digits=SIGNIFICANT_DIGITS,
-                        generic="Set the weights' 2 P n equal to causal attention's 2 n^2 q_dim "
-                                "L and solve for n.")
+                        generic="Set the weights' 2 N_param n equal to causal attention's "
+                                "2 n^2 q_dim L and solve for n.")
 
 
 @preamble
@@ -93,7 +93,7 @@ def prompt_cost_ratio(answer):
     mistakes = [
         (long8.total_flops / short8.total_flops, "That is the notebook's worked Llama 3.1 8B. "
                                                  "This exercise is the Llama 3.2 1B shape: its "
-                                                 "own P, L and q_dim."),
+                                                 "own N_param, L and q_dim."),
         (k, f"{k:g}x is the weights alone (linear in n). Attention grows with n^2 and is most "
             f"of the long prompt's cost: add both parts at each length."),
         (k * k, f"{k * k:g}x is attention alone (n^2). The weights' share grows only {k:g}x: "
@@ -106,8 +106,8 @@ def prompt_cost_ratio(answer):
     ]
     return check_number("prompt_cost_ratio", answer, expected, mistakes, unit="",
                         digits=SIGNIFICANT_DIGITS,
-                        generic="total(n) = 2 P n + 2 n^2 q_dim L; divide total(131,072) by "
-                                "total(4,096).")
+                        generic="total(n) = 2 N_param n + 2 n^2 q_dim L; divide total(131,072) "
+                                "by total(4,096).")
 
 
 def _cells():

@@ -39,7 +39,7 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
                   lengths=DEFAULT_LENGTHS):
     """A context-length slider and a KV-dtype switch redraw notebook 09's two costs.
 
-    Left: prefill TFLOP of ``config``'s shape, weights (2 P n) against causal attention
+    Left: prefill TFLOP of ``config``'s shape, weights (2 N_param n) against causal attention
     (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'
     configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
     the weights of ``config`` in 8 bits.
@@ -57,7 +57,7 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     configs = {check.text("models", name): config_dict(name, "models") for name in models}
     costs = long_context_cost(lengths, params=params, layers=shape.layers, q_dim=shape.q_dim,
                               kv_bytes_per_token=kv_bytes_per_token(cfg))
-    flops = {"weights: 2 P n": [c.weight_flops / 1e12 for c in costs],
+    flops = {"weights: 2 N_param n": [c.weight_flops / 1e12 for c in costs],
              "attention, causal: 2 n² q_dim L": [c.attention_flops / 1e12 for c in costs],
              "total": [c.total_flops / 1e12 for c in costs]}
     weights_label = f"{config} weights in 8 bits"
@@ -134,7 +134,7 @@ def _readout(config, n, dtype_bytes, st, weights_gib):
     kv = ", ".join(f"{name} {gib:.2f} GiB" for name, gib in st["at_n"].items())
     own = st["at_n"].get(config)
     # Three short lines (none wraps in the presenter, so the figure keeps the height): the shape,
-    # the crossover n = P / (q_dim L) and the sizing engine never change, so the notebook's
+    # the crossover n = N_param / (q_dim L) and the sizing engine never change, so the notebook's
     # text and the panel titles say them; the number format is named with its ratio.
     lines = [
         f"n = {n:,}: prefill weights {c.weight_flops / 1e12:,.1f} TFLOP + attention "
