@@ -98,7 +98,7 @@ def test_rotate_pairs_hints():
     assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, "neox")),
                  "right for 'neox'", "(x[2i], x[2i + 1])")
     assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, "gptj")),
-                 "right for 'gptj'", "(x[i], x[i + h])")
+                 "right for 'gptj'", "(x[i], x[i + half])")
     assert_wrong(checks.rotate_pairs(lambda x, m, t, lay: _apply(x, m, t, lay, -1.0)),
                  "backwards")
     assert_wrong(checks.rotate_pairs(half_of_x), "partial rotary", "not i + len(x)/2")

@@ -149,7 +149,7 @@ def test_07_turns_are_counted_by_one_stated_rule():
     theta, _ = rope.rope_frequencies({"head_dim": 128, "rope_theta": 10_000.0})
     turns = rope.turns_within(theta, 4096)[0]
     prose = " ".join(markdown(SEVEN).split())
-    assert "How turns are counted" in prose and "$(n - 1)\\theta_i$" in prose
+    assert "How turns are counted" in prose and "$(L_0 - 1)\\theta_i$" in prose
     said = re.findall(r"pair 0 (?:turns|makes) ([\d.,]+) (?:times|turns)", prose, re.I)
     said += re.findall(r"pair 0: ([\d.,]+) turns", outputs(SEVEN))
     assert said and all(math.isclose(float(x), turns, abs_tol=0.05) for x in said), said

@@ -79,7 +79,7 @@ def test_clock_explorer_reaches_the_last_trained_position_one_step_at_a_time():
     coarse, fine = w.controls["coarse"], w.controls["fine"]
     assert coarse.step == W.COARSE_STEP == 1024 and coarse.max == 65536
     assert fine.step == 1 and (fine.min, fine.max) == (-512, 512)
-    assert coarse.description == "position m" and fine.description == "fine"
+    assert coarse.description == "coarse m" and fine.description == "fine"
     coarse.value = 4096
     fine.value = -1
     assert w.data["m"] == 4095 and "position m = 4,096 − 1 = 4,095" in w.readout

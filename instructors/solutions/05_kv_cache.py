@@ -16,12 +16,12 @@ kv_cache_gib = 2 * layers * kv_heads * head_dim * 2 * n / GIB  # 1.75 GiB
 # no separate V, 61 layers: 576 x 61 x 2 = 70,272 bytes per token.
 mla_cache_gib = (512 + 64) * 61 * 2 * 163840 / GIB  # 10.72 GiB
 
-# Exercise 3 (going deeper, the head map): Llama 3 8B, 32 query heads and 8 KV heads: groups
+# Exercise 3 (going deeper, the head map): Llama 3.1 8B, 32 query heads and 8 KV heads: groups
 # of 32 / 8 = 4 neighbours.
 kv_head_map = [h // (32 // 8) for h in range(32)]  # [0, 0, 0, 0, 1, 1, 1, 1, ..., 7]
 
 # Exercise 5 (going deeper, what llama.cpp allocates): Qwen2.5-7B-Instruct at -c 5000
-# -ctk q8_0 -ctv q8_0.
+# -ctk q8_0 -ctv q8_0 -fa on (flash attention on, so V is quantized too).
 # llama.cpp rounds -c up to a multiple of 256: 5,120 cells. A cell holds 2 x 28 x 4 x 128 =
 # 28,672 numbers (K and V, every layer), and q8_0 stores 32 numbers in 34 bytes.
 cells = -(-5000 // 256) * 256  # 5,120

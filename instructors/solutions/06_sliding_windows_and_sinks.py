@@ -22,8 +22,8 @@ blocks = -(-(128 - 1) // 16) + 1
 bytes_per_slot = 2 * 8 * 64 * 2        # K and V, 8 KV heads, head_dim 64, 2 bytes = 2,048
 sliding_layers_mib = 12 * blocks * 16 * bytes_per_slot / MIB  # 3.375 MiB
 
-# Exercise 2: a StreamingLLM cache after tokens 0..n-1 arrived (4 sinks, 8 recent, n = 31:
-# the sinks 0..3 stay, the 8 newest are 23..30). Before it is full nothing is evicted; with
+# Exercise 2: a StreamingLLM cache after tokens 0..n-1 arrived (4 sinks, 8 recent, n = 20:
+# the sinks 0..3 stay, the 8 newest are 12..19). Before it is full nothing is evicted; with
 # no sinks it is a plain window. RoPE gets the slot indices, not the original positions.
 def streaming_cache(n_sink, n_recent, n):
     sinks = list(range(min(n_sink, n)))

@@ -7,13 +7,13 @@ inv_freq = base ** (-np.arange(0, d, 2) / d)  # exponents 0, 2/d, ..., (d-2)/d
 
 
 def rotate_pairs(x, m, theta, layout):
-    """Exercise 2: pair i turned by m * theta[i]; "neox" pairs (i, i + h), "gptj" (2i, 2i + 1),
-    h = len(theta); the dims past 2h (partial rotary) pass unchanged."""
+    """Exercise 2: pair i turned by m * theta[i]; "neox" pairs (i, i + half), "gptj" (2i, 2i + 1),
+    half = len(theta); the dims past 2 half (partial rotary) pass unchanged."""
     x = np.array(x, dtype=np.float64)
     theta = np.asarray(theta, dtype=np.float64)
-    h = len(theta)
-    first, second = (slice(0, h), slice(h, 2 * h)) if layout == "neox" else \
-        (slice(0, 2 * h, 2), slice(1, 2 * h, 2))
+    half = len(theta)
+    first, second = (slice(0, half), slice(half, 2 * half)) if layout == "neox" else \
+        (slice(0, 2 * half, 2), slice(1, 2 * half, 2))
     x1, x2 = x[first].copy(), x[second].copy()
     c, s = np.cos(m * theta), np.sin(m * theta)
     x[first], x[second] = x1 * c - x2 * s, x2 * c + x1 * s

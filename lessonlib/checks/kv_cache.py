@@ -89,7 +89,7 @@ def mla_cache_gib(answer):
 
 @preamble
 def kv_head_map(answer):
-    """The KV head each of Llama 3 8B's 32 query heads reads (8 KV heads), as a list."""
+    """The KV head each of Llama 3.1 8B's 32 query heads reads (8 KV heads), as a list."""
     name = "kv_head_map"
     q = QUESTIONS[name]
     hq, hkv = q["hq"], q["hkv"]
@@ -118,7 +118,7 @@ def kv_head_map(answer):
                            f"size hq / hkv = {hq // hkv}: that many query heads share each KV "
                            f"head.")
     if np.array_equal(got, h):
-        return wrong(name, "That is MHA (each query head its own KV head); Llama 3 8B has 8 KV "
+        return wrong(name, "That is MHA (each query head its own KV head); Llama 3.1 8B has 8 KV "
                            "heads for 32 query heads.")
     if got.min() < 0 or got.max() >= hkv:
         return wrong(name, f"KV heads are numbered 0..{hkv - 1}.")
@@ -129,7 +129,8 @@ def kv_head_map(answer):
 @preamble
 def llamacpp_cache_mib(answer):
     """MiB llama.cpp allocates for Qwen2.5-7B-Instruct's cache at ``-c 5000 -ctk q8_0 -ctv
-    q8_0``, to 3 significant digits: pad(5000, 256) = 5,120 cells, 34 bytes per 32 numbers."""
+    q8_0 -fa on`` (V is quantized only with flash attention on), to 3 significant digits:
+    pad(5000, 256) = 5,120 cells, 34 bytes per 32 numbers."""
     name = "llamacpp_cache_mib"
     q = QUESTIONS[name]
     cfg = load_config(q["config"])

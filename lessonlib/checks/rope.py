@@ -160,18 +160,18 @@ def _rotation_slips(case):
 
 
 _ROTATION_HINTS = {
-    "layouts swapped": "The two layouts are swapped: 'neox' pairs dimension i with i + h "
-                       "(x[:h] with x[h:2h], h = len(theta)), 'gptj' pairs 2i with 2i + 1 "
-                       "(x[0:2h:2] with x[1:2h:2]).",
+    "layouts swapped": "The two layouts are swapped: 'neox' pairs dimension i with i + half "
+                       "(x[:half] with x[half:2 * half], half = len(theta)), 'gptj' pairs 2i "
+                       "with 2i + 1 (x[0:2 * half:2] with x[1:2 * half:2]).",
     "always neox": "Right for 'neox', but 'gptj' gets the NeoX pairing too: in the GPT-J layout "
                    "pair i is (x[2i], x[2i + 1]), adjacent dimensions.",
     "always gptj": "Right for 'gptj', but 'neox' gets the GPT-J pairing too: in the NeoX layout "
-                   "pair i is (x[i], x[i + h]) with h = len(theta).",
+                   "pair i is (x[i], x[i + half]) with half = len(theta).",
     "backwards": "The pairs turn backwards (angle -m theta_i): the first of a pair becomes "
                  "x1 cos - x2 sin, the second x2 cos + x1 sin.",
     "half of x": "Right when the whole head turns, wrong with a tail (partial rotary): the NeoX "
-                 "partner of dimension i is i + h with h = len(theta), not i + len(x)/2; only "
-                 "the first 2h dimensions turn.",
+                 "partner of dimension i is i + half with half = len(theta), not i + len(x)/2; "
+                 "only the first 2 * half dimensions turn.",
     "tail zeroed": "The rotated dimensions are right, but the tail is lost: with partial rotary "
                    "only the first 2 len(theta) dimensions turn, and the rest of x passes "
                    "through unchanged.",
@@ -182,10 +182,10 @@ _ROTATION_HINTS = {
           probes=_rotate_probes)
 def rotate_pairs(answer):
     """A function ``rotate(x, m, theta, layout)``: x (any length >= 2 len(theta)) turned by
-    position m, pair i by the angle m theta[i]; ``layout`` "neox" pairs (i, i + h), "gptj" pairs
-    (2i, 2i + 1), h = len(theta); the dims past 2h pass unchanged (partial rotary). Tried on
-    both layouts, one pair, odd numbers of pairs, tails even and odd, positions to 131,071,
-    against ``lessonlib.rope.apply_rope``. A rotation computed in float32 passes."""
+    one integer position m, pair i by the angle m theta[i]; ``layout`` "neox" pairs (i, i + half),
+    "gptj" pairs (2i, 2i + 1), half = len(theta); the dims past 2 half pass unchanged (partial
+    rotary). Tried on both layouts, one pair, odd numbers of pairs, tails even and odd,
+    positions to 131,071, against ``lessonlib.rope.apply_rope``. A rotation computed in float32 passes."""
     name = "rotate_pairs"
     cases, got = _rotate_cases(), []
     for x, m, theta, layout in cases:

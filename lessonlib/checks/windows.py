@@ -118,7 +118,7 @@ def sliding_layers_mib(answer):
 # ------------------------------------------------------------------ the build: StreamingLLM
 # (n_sink, n_recent, n tokens arrived): the edge cases, then seeded random ones.
 _STREAM_EDGES = [
-    (4, 8, 31),  # the worked size: full, 19 tokens evicted
+    (4, 8, 20),  # the worked size (06's sinks cell): full, 8 tokens evicted
     (4, 8, 0),  # nothing arrived yet
     (4, 8, 3),  # fewer tokens than sinks
     (4, 8, 12),  # exactly full

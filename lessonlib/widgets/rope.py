@@ -137,7 +137,7 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     showed them (defaults: notebook 07's head, d = 128, base 10,000, 4,096 trained positions,
     m = 16,383).
 
-    m is two sliders: "position m" moves in steps of ``coarse_step`` over 0..``max_position``
+    m is two sliders: "coarse m" moves in steps of ``coarse_step`` over 0..``max_position``
     and "fine" adds -coarse_step/2 .. +coarse_step/2 one position at a time, so any position,
     4,095 say, is one coarse stop and a few fine steps away (4,096 and -1); m = coarse + fine,
     kept inside 0..max_position. ``explorer.set_position(m)`` sets both;
@@ -156,7 +156,7 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     coarse, fine = split_position(m, coarse_step, max_coarse)
     controls = {
         "coarse": widgets.IntSlider(value=coarse, min=0, max=max_coarse, step=coarse_step,
-                                    description="position m", **_slider_layout("240px")),
+                                    description="coarse m", **_slider_layout("240px")),
         "fine": widgets.IntSlider(value=fine, min=-half, max=half, step=1,
                                   description="fine", **_slider_layout("190px")),
         "b": widgets.SelectionSlider(options=_choices(BASES, b, compact=True), value=b,
