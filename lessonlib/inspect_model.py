@@ -456,7 +456,7 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
                     cells = n * k
                     kv = kc.kv_cache_bytes(cfg, cells, engine="llama.cpp", n_seq=k,
                                            kv_type=kv_type, n_ubatch=LLAMACPP_N_UBATCH).total_bytes
-                    return kv + _llamacpp_compute_bytes(cfg, cells) <= usable
+                    return kv + kc.llamacpp_compute_reserve(cfg, cells, LLAMACPP_N_UBATCH) <= usable
             else:
                 usable = gpu_memory - weights_bytes
                 reserve = "nothing (the exact cache alone)"
@@ -737,13 +737,3 @@ def format_report(rep):
 def _dense(cfg):
     """True when llamacpp_compute_phases models the config (no experts)."""
     return kc._experts_key(kc._text_config(cfg)) is None
-
-
-def _llamacpp_compute_bytes(cfg, cells):
-    """What the llama.cpp budget sets aside for the compute buffer at ``-c cells``: the phases'
-    lower bound for a dense model, the two largest temporaries for one with experts."""
-    if _dense(cfg):
-        return kc.llamacpp_compute_phases(cfg, cells, LLAMACPP_N_UBATCH,
-                                          flash_attn=True).lower_bound_bytes
-    return kc.llamacpp_compute_buffer(cfg, cells, LLAMACPP_N_UBATCH,
-                                      flash_attn=True).estimate_bytes

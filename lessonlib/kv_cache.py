@@ -43,9 +43,10 @@ __all__ = [
     "KV_TYPES", "KVType", "kv_cell_bytes", "llamacpp_layer_windows", "LLAMACPP_NO_SWA",
     "kv_cache_bytes", "KVCacheSize", "LayerGroup", "ENGINES",
     "llamacpp_swa_cells", "vllm_full_blocks", "vllm_sliding_blocks", "vllm_serve_in_flight_tokens",
-    "vllm_kv_cache_groups", "vllm_capacity", "VLLMCapacity", "vllm_window_blocks",
-    "vllm_prefix_hits",
+    "vllm_kv_cache_groups", "vllm_capacity", "VLLMCapacity", "vllm_request_bytes",
+    "vllm_window_blocks", "vllm_prefix_hits",
     "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
+    "llamacpp_compute_reserve",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
 ]
@@ -579,6 +580,19 @@ def vllm_capacity(config, max_model_len, budget_bytes, *, kv_type="f16", block_s
                         per_request)
 
 
+def vllm_request_bytes(config, max_model_len, *, kv_type="f16", block_size=16,
+                       max_in_flight_tokens=0):
+    """The pool memory one request of ``max_model_len`` takes in vLLM 0.32: its
+    ``blocks_per_request`` blocks of ``page x group_size`` bytes each (``vllm_capacity``), the
+    padding layers of a hybrid model included. A budget of at least this serves the request,
+    one byte less refuses it. For a model with one kind of layer it is ``kv_cache_bytes``."""
+    max_model_len = positive_int("max_model_len", max_model_len)
+    block_size = positive_int("block_size", block_size)
+    cap = vllm_capacity(config, max_model_len, 0, kv_type=kv_type, block_size=block_size,
+                        max_in_flight_tokens=max_in_flight_tokens)
+    return cap.blocks_per_request * kv_cell_bytes(config, kv_type) * block_size * cap.group_size
+
+
 def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, kv_unified, **_):
     """llama.cpp: -c rounded up to a multiple of 256 (llama-context.cpp). Unified: global layers
     get those cells (shared by all sequences), sliding layers ``llamacpp_swa_cells``, or all of
@@ -869,3 +883,14 @@ def mla_scores_absorbed(q, W_UK, c):
     """Score the cached latents directly: ``(W_UK_h^T q_h) . c_t`` -> (heads, n_tokens)."""
     q, W_UK, c = _mla_shapes(q, W_UK, c)
     return mla_absorb_query(q, W_UK) @ c.T
+
+
+def llamacpp_compute_reserve(config, n_ctx, n_ubatch=512):
+    """What a memory budget sets aside for llama.cpp's compute buffer at ``-c n_ctx -ub
+    n_ubatch`` with flash attention on: ``llamacpp_compute_phases``' lower bound for a dense
+    model, ``llamacpp_compute_buffer``'s estimate (its two largest temporaries) for one with
+    experts, whose feed-forward block the phases do not model. ``inspect``'s budget and
+    notebook 05's budget figure both use it."""
+    if _experts_key(_text_config(config)) is None:
+        return llamacpp_compute_phases(config, n_ctx, n_ubatch, flash_attn=True).lower_bound_bytes
+    return llamacpp_compute_buffer(config, n_ctx, n_ubatch, flash_attn=True).estimate_bytes

@@ -826,6 +826,15 @@ BAD_INPUTS = [
          bad=dict(config=_CONFIG, max_model_len=ints(minimum=1), budget_bytes=ints(minimum=0),
                   kv_type=choices(list(kc.KV_TYPES)), block_size=ints(minimum=1),
                   max_in_flight_tokens=ints(minimum=0), **_LAYERS)),
+    Case(kc.vllm_request_bytes, args=(_SWA, 32768),
+         kwargs=dict(kv_type="fp8", block_size=16, max_in_flight_tokens=2048),
+         bad=dict(config=_CONFIG, max_model_len=ints(minimum=1),
+                  kv_type=choices(list(kc.KV_TYPES)), block_size=ints(minimum=1),
+                  max_in_flight_tokens=ints(minimum=0), **_LAYERS)),
+    Case(kc.llamacpp_compute_reserve, args=(load_config("Llama-3.1-8B"), 4097, 200),
+         bad=dict(config=_CONFIG, n_ctx=ints(minimum=1), n_ubatch=ints(minimum=1),
+                  **{f"config.{k}": ints(minimum=1) | st.just(DELETE) for k in (
+                      "hidden_size", "intermediate_size", "vocab_size")})),
     Case(kc.vllm_window_blocks, args=(250, 50, 64, 16),
          bad=dict(num_computed=ints(minimum=0), num_new=ints(minimum=1),
                   sliding_window=ints(minimum=1), block_size=ints(minimum=1))),
@@ -924,3 +933,27 @@ def test_vllm_window_blocks_and_prefix_hits_by_hand():
                        (lambda: kc.vllm_prefix_hits([[1], []]), "prompts\\[1\\]")):
         with pytest.raises(ValueError, match=name):
             call()
+
+
+@pytest.mark.parametrize("name", ["Llama-3.1-8B", "Mistral-7B", "Gemma-3-27B", "gpt-oss-20b",
+                                  "DeepSeek-V3", "Qwen2.5-7B-Instruct"])
+@pytest.mark.parametrize("n", [1, 17, 4096, 4097, 131072])
+def test_one_vllm_request_is_the_smallest_budget_its_pool_serves(name, n):
+    """vllm_request_bytes against vllm_capacity: that budget serves one request of n, one byte
+    less refuses it; without padding layers it is kv_cache_bytes by vLLM's rule."""
+    cfg = load_config(name)
+    need = kc.vllm_request_bytes(cfg, n, max_in_flight_tokens=2048)
+    assert not kc.vllm_capacity(cfg, n, need, max_in_flight_tokens=2048).refuses
+    assert kc.vllm_capacity(cfg, n, need - 1, max_in_flight_tokens=2048).refuses
+    exact = kc.kv_cache_bytes(cfg, n, engine="vllm", max_in_flight_tokens=2048).total_bytes
+    padding = kc.vllm_kv_cache_groups(cfg)[2]
+    assert need == exact if padding == 0 else need > exact
+
+
+def test_llamacpp_compute_reserve_is_the_phases_bound_or_the_experts_estimate():
+    dense, moe = load_config("Llama-3.1-8B"), load_config("gpt-oss-20b")
+    assert kc.llamacpp_compute_reserve(dense, 8192, 512) == kc.llamacpp_compute_phases(
+        dense, 8192, 512, flash_attn=True).lower_bound_bytes
+    assert kc.llamacpp_compute_reserve(moe, 8192, 512) == kc.llamacpp_compute_buffer(
+        moe, 8192, 512, flash_attn=True).estimate_bytes
+

@@ -335,3 +335,18 @@ def test_bad_input_names_the_argument():
                        (lambda: R.vllm_max_model_len([1], None), "config")):
         with pytest.raises(ValueError, match=name):
             call()
+
+
+@engine
+@settings(max_examples=12, deadline=None)
+@given(name=st.sampled_from(S.CAPACITY_SHAPES), n=st.integers(1, 300_000),
+       in_flight=st.sampled_from([0, 256, 2048, 16384]))
+def test_one_requests_bytes_are_the_smallest_budget_vllm_starts_with(name, n, in_flight):
+    """kv_cache.vllm_request_bytes, what notebook 05's budget figure draws for vLLM: with that
+    budget vLLM starts (one request of n fits its pool), with one byte less it refuses."""
+    config = load_config(name)
+    need = kc.vllm_request_bytes(config, n, max_in_flight_tokens=in_flight)
+    assert "refused" not in V.cache_capacity(config, n, need, max_in_flight_tokens=in_flight)
+    assert V.cache_capacity(config, n, need - 1, max_in_flight_tokens=in_flight) == {
+        "refused": True}
+

@@ -157,10 +157,10 @@ def test_budget_readout_and_curves_are_the_reports():
     rep = im.report(qwen, [32768], kv_types=["f16"], gpu_memory=24 * GIB, weights_bytes=w_bytes)
     assert budget.data["report"]["caches"] == rep["caches"]
     assert budget.data["report"]["budget"]["engines"] == rep["budget"]["engines"]
-    for engine, label in kvw._ENGINE_LABELS.items():
-        expected = [kv_cache_bytes(qwen, x, engine=engine).total_bytes / GIB
-                    for x in kvw.BUDGET_LENGTHS]
-        np.testing.assert_allclose(budget.artists["sizes"]["lines"][label].get_ydata(), expected)
+    expected = [kv_cache_bytes(qwen, x, engine="ideal").total_bytes / GIB
+                for x in kvw.BUDGET_LENGTHS]
+    np.testing.assert_allclose(budget.artists["sizes"]["lines"]["exact tokens"].get_ydata(),
+                               expected)
     room = budget.artists["sizes"]["hlines"][kvw._ROOM].get_ydata()[0]
     assert room == pytest.approx((24 * GIB - w_bytes) / GIB)
     vllm = rep["budget"]["engines"][1]
@@ -168,11 +168,30 @@ def test_budget_readout_and_curves_are_the_reports():
     assert all(len(line) <= kvw.READOUT_WIDTH for line in budget.readout.splitlines())
 
 
+@pytest.mark.parametrize("model, gpu_gib", [("Llama-3.1-8B", 24), ("Gemma-3-27B", 80),
+                                            ("gpt-oss-20b", 24), ("Qwen2.5-7B-Instruct", 16)])
+def test_each_curve_crosses_its_room_line_where_the_readout_says_the_longest_sequence_ends(
+        model, gpu_gib):
+    """The figure and the readout tell one story: an engine's curve is at or under its room
+    line up to the readout's longest sequence and above it past that (llama.cpp's curve
+    includes the compute buffer the budget sets aside; vLLM's, the padding layers)."""
+    budget = kvw.model_budget_explorer(model, gpu_gib=gpu_gib)
+    rooms = {"llama.cpp": kvw._ROOM, "vllm": kvw._ROOM_VLLM, "ideal": kvw._ROOM}
+    for e in budget.data["report"]["budget"]["engines"]:
+        line = budget.artists["sizes"]["lines"][kvw._ENGINE_LABELS[e["engine"]]].get_ydata()
+        room = budget.artists["sizes"]["hlines"][rooms[e["engine"]]].get_ydata()[0]
+        longest = e["max_tokens"] if e["max_tokens"] is not None else float("inf")
+        for x, y in zip(kvw.BUDGET_LENGTHS, line):
+            assert (y * GIB <= room * GIB + 1) == (x <= longest), (model, e["engine"], x, y, room,
+                                                                     longest)
+
+
 def test_budget_types_gpus_and_n_move_lines_not_axes():
     budget = kvw.model_budget_explorer("Qwen2.5-7B-Instruct")
     limits = budget.axes[0].get_ylim()
     budget.controls["kv_type"].value = "fp8"  # llama.cpp has no fp8 cache: its curve is a gap
-    assert np.isnan(budget.artists["sizes"]["lines"]["llama.cpp"].get_ydata()).all()
+    assert np.isnan(budget.artists["sizes"]["lines"][kvw._ENGINE_LABELS["llama.cpp"]]
+                    .get_ydata()).all()
     assert [r["engine"] for r in budget.data["report"]["caches"]] == ["vllm", "ideal"]
     budget.controls["kv_type"].value = "q8_0"
     assert np.isnan(budget.artists["sizes"]["lines"]["vLLM (blocks of 16)"].get_ydata()).all()
@@ -192,7 +211,8 @@ def test_budget_pasted_and_uploaded_configs(budget):
     budget.controls["model"].value = kvw.YOUR_CONFIG
     assert not budget.controls["pasted"].disabled and budget.controls["pasted"].layout.display is None
     assert budget.readout.startswith("cannot read it: config.json is empty")
-    assert np.isnan(budget.artists["sizes"]["lines"]["llama.cpp"].get_ydata()).all()
+    assert np.isnan(budget.artists["sizes"]["lines"][kvw._ENGINE_LABELS["llama.cpp"]]
+                    .get_ydata()).all()
     budget.controls["pasted"].value = '{"num_hidden_layers": 32,\n "x": }'
     assert "not valid JSON (line 2, column 7" in budget.readout
     budget.controls["pasted"].value = json.dumps(load_config("gpt-oss-20b"))

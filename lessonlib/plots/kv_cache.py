@@ -162,13 +162,13 @@ def update_size_curves(ax, artists, curves, *, marker_n, hlines=None):
 
 
 def draw_budget(ax, lengths, curves, *, marker_n, room, title):
-    """One sequence's KV cache against n by each engine (``curves``: label -> GiB per length)
-    and the room the weights leave on the GPU (``room``: label -> GiB, drawn as dashed and
+    """What one sequence needs beside the weights against n by each engine (``curves``: label ->
+    GiB per length: the cache, and what the engine reserves with it) and the room the weights leave on the GPU (``room``: label -> GiB, drawn as dashed and
     dash-dotted grey levels), the key in three columns under the axes, off the data. The y
     limits are the caller's (``fit_log_ylim`` over every setting: they stay put)."""
     artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=STYLES,
                               xlabel="context length n (tokens)",
-                              ylabel="KV cache of one sequence (GiB, log)", hlines=room,
+                              ylabel="one sequence needs (GiB, log)", hlines=room,
                               cursor="full")
     for line, style in zip(artists["hlines"].values(), ("--", "-.")):
         line.set_linestyle(style)

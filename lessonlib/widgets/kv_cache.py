@@ -9,9 +9,10 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
-from ..inspect_model import VLLM_GPU_MEMORY_UTILIZATION
+from ..inspect_model import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
 from ..kv_cache import (GIB, KV_TYPES, gqa_head_map, kv_bytes_per_token, kv_cache_bytes,
-                        model_shape, vllm_serve_in_flight_tokens)
+                        llamacpp_compute_reserve, model_shape, vllm_request_bytes,
+                        vllm_serve_in_flight_tokens)
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
 
@@ -171,7 +172,8 @@ BUDGET_FIGSIZE = (9.2, 3.4)  # inches: lower than FIGSIZE, room for two rows of 
 BUDGET_LENGTHS = tuple(2 ** k for k in range(10, 21))  # 1K .. 1M tokens
 GPU_GIB = (8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192)  # common cards' memory, GiB
 BUDGET_KV_TYPES = ("f16", "q8_0", "fp8")
-_ENGINE_LABELS = {"llama.cpp": "llama.cpp", "vllm": "vLLM (blocks of 16)", "ideal": "exact tokens"}
+_ENGINE_LABELS = {"llama.cpp": "llama.cpp + compute buffer", "vllm": "vLLM (blocks of 16)",
+                  "ideal": "exact tokens"}
 _ROOM = "GPU memory - weights"
 _ROOM_VLLM = f"vLLM: {VLLM_GPU_MEMORY_UTILIZATION} x GPU - weights"
 
@@ -189,8 +191,10 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
                           lengths=BUDGET_LENGTHS):
     """A shipped model, or a pasted or uploaded config.json, against a GPU's memory.
 
-    The figure: the KV cache of one sequence against context n by llama.cpp's, vLLM's and the
-    exact rule (``kv_cache_bytes``, log-log), and the room the weights leave on the GPU
+    The figure: what one sequence needs beside the weights against context n (log-log):
+    llama.cpp's cache plus its compute buffer's reserve (``llamacpp_compute_reserve``), vLLM's
+    blocks for one request (``vllm_request_bytes``) and the exact cache; and the room the weights
+    leave on the GPU
     (``weights.weight_bytes``; vLLM's share too, ``VLLM_GPU_MEMORY_UTILIZATION``, 0.92; its
     sliding layers keep blocks for vllm serve's tokens in flight). The readout is
     ``inspect_model``'s: each
@@ -234,7 +238,7 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
     artists = {"sizes": plots.draw_budget(
         ax, lengths, {label: empty for label in labels}, marker_n=n,
         room={_ROOM: 1.0, _ROOM_VLLM: VLLM_GPU_MEMORY_UTILIZATION},
-        title="one sequence's KV cache against n, and the room the weights leave")}
+        title="what one sequence needs beside the weights, and the room they leave")}
     ax.set_ylim(1e-3, 1e3)
     plots.medium_titles(ax)
     freeze_layout(fig)
@@ -263,14 +267,24 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
     limits.key = None
 
     def curves_for(key, cfg, kv_type, in_flight):
-        """Each engine's curve; vLLM's sliding layers keep blocks for ``in_flight`` tokens."""
+        """Each engine's curve: what it needs beside the weights for one sequence of each
+        length, by the rules the readout's budget uses, so a curve crosses its room line where
+        the readout's longest sequence ends. llama.cpp: the cache plus the compute buffer's
+        reserve; vLLM: one request's blocks, padding layers included, its sliding layers
+        keeping blocks for ``in_flight`` tokens; exact: the cache alone."""
+        need = {
+            "llama.cpp": lambda x: kv_cache_bytes(cfg, x, engine="llama.cpp", kv_type=kv_type)
+            .total_bytes + llamacpp_compute_reserve(cfg, x, LLAMACPP_N_UBATCH),
+            "vllm": lambda x: vllm_request_bytes(cfg, x, kv_type=kv_type,
+                                                 block_size=VLLM_BLOCK_SIZE,
+                                                 max_in_flight_tokens=in_flight),
+            "ideal": lambda x: kv_cache_bytes(cfg, x, engine="ideal", kv_type=kv_type).total_bytes,
+        }
         if (key, kv_type, in_flight) not in cache:
             out = {}
             for engine, label in _ENGINE_LABELS.items():
                 if engine in KV_TYPES[kv_type].engines:
-                    extra = {"max_in_flight_tokens": in_flight} if engine == "vllm" else {}
-                    out[label] = [kv_cache_bytes(cfg, x, engine=engine, kv_type=kv_type, **extra)
-                                  .total_bytes / GIB for x in lengths]
+                    out[label] = [need[engine](x) / GIB for x in lengths]
                 else:
                     out[label] = empty
             cache[(key, kv_type, in_flight)] = out
