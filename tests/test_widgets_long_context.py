@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lessonlib.configs import load_config
-from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
+from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from lessonlib.needles import EdgeHeavyModel, run_needle_grid
 from lessonlib.traffic import long_context_cost
 from lessonlib.widgets import long_context as lc
@@ -20,7 +20,7 @@ def cost(n):
 
 @pytest.fixture
 def w():
-    explorer = lc.cost_explorer()
+    explorer = lc.cost_explorer(params=8.03e9)  # notebook 09's call: the published figure
     yield explorer
     plt.close(explorer.fig)
 
@@ -153,6 +153,28 @@ def test_needle_heatmap_shows_the_grid_and_its_table():
         plt.close(view.fig)
 
 
+def test_another_models_costs_use_its_own_parameter_count():
+    """Not Llama's 8.03e9 for every config: N_param is counted from the config given."""
+    from lessonlib.weights import weight_bytes
+    qwen = load_config("Qwen2.5-7B-Instruct")
+    view = lc.cost_explorer("Qwen2.5-7B-Instruct")
+    try:
+        shape = model_shape(qwen)
+        want = long_context_cost(LENGTHS, params=weight_bytes(qwen).params, layers=shape.layers,
+                                 q_dim=shape.q_dim, kv_bytes_per_token=kv_bytes_per_token(qwen))
+        np.testing.assert_allclose(view.artists["flops"]["lines"]["weights: 2 N_param n"]
+                                   .get_ydata(), [c.weight_flops / 1e12 for c in want])
+    finally:
+        plt.close(view.fig)
+    default = lc.cost_explorer()  # Llama counted from its config, 8,030,261,248
+    try:
+        np.testing.assert_allclose(default.artists["flops"]["lines"]["weights: 2 N_param n"]
+                                   .get_ydata()[0],
+                                   2 * weight_bytes(LLAMA).params * LENGTHS[0] / 1e12)
+    finally:
+        plt.close(default.fig)
+
+
 def test_bad_n():
     with pytest.raises(ValueError, match="n must be"):
         lc.cost_explorer(n=5000)
@@ -166,7 +188,8 @@ from hypothesis import strategies as st  # noqa: E402
 _GRID = run_needle_grid(EdgeHeavyModel(), [100, 200], [0, 50, 100], progress=False)
 BAD_INPUTS = [
     Case(lc.cost_explorer, kwargs=dict(n=4096, lengths=(4096, 8192), models=("Llama-3.1-8B",)),
-         bad=dict(config=st.sampled_from(["Llama-9", 3, None, LLAMA]), params=reals(above=0.0),
+         bad=dict(config=st.sampled_from(["Llama-9", 3, None, LLAMA]),
+                  params=reals(above=0.0).filter(lambda v: v is not None),
                   n=ints(minimum=1) | st.just(2048), dtype_bytes=ints(minimum=1) | st.just(3),
                   engine=choices(["llama.cpp", "vllm", "ideal"]),
                   models=st.sampled_from([(), "Llama-3.1-8B", (3,), ("Llama-9",)]),

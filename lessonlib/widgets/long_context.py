@@ -34,7 +34,7 @@ def _kv_gib(configs, lengths, dtype_bytes, engine):
                    for n in lengths] for name, cfg in configs.items()}
 
 
-def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
+def cost_explorer(config="Llama-3.1-8B", *, params=None, n=131072,
                   models=DEFAULT_MODELS, dtype_bytes=2, engine="llama.cpp",
                   lengths=DEFAULT_LENGTHS):
     """A context-length slider and a KV-dtype switch redraw notebook 09's two costs.
@@ -42,11 +42,16 @@ def cost_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=131072,
     Left: prefill TFLOP of ``config``'s shape, weights (2 N_param n) against causal attention
     (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'
     configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
-    the weights of ``config`` in 8 bits.
+    the weights of ``config`` in 8 bits. ``params`` (N_param) is counted from the config as the
+    published checkpoint stores it (``weights.weight_bytes``) unless given: notebooks 01 and 09
+    give Llama 3.1 8B's published 8.03e9 (``LLAMA3_8B_PARAMS``).
     """
     cfg = config_dict(check.text("config", config))  # a name: the readout and legend say it
     kv_bytes_per_token(cfg)  # validates the shape keys
     shape = model_shape(cfg)
+    if params is None:
+        from ..weights import weight_bytes
+        params = float(weight_bytes(cfg).params)
     params = check.real("params", params, above=0.0)
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)
