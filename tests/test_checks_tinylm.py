@@ -335,7 +335,8 @@ def test_export_row_hints(answer, hint):
     assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
-@pytest.mark.skipif(optional("torch") is None, reason="torch")
+@pytest.mark.skipif(optional("torch") is None,
+                    reason="needs torch: lessonlib.tinylm builds the export permutation in torch")
 def test_export_row_is_where_the_exports_permutation_puts_it():
     from lessonlib.tinylm import neox_to_adjacent_pairs
     d = C.TRAINED_HEAD_DIM
