@@ -530,8 +530,10 @@ class VLLMCapacity:
     @property
     def refuses(self):
         """True when vLLM refuses to start: not one request of max_model_len fits the pool
-        ("To serve at least one request with the model's max seq len ...")."""
-        return self.blocks_per_request > self.num_blocks
+        beside the null block, the one block vLLM keeps for the slots it never fills (asked of
+        vLLM 0.32 at the boundary: a pool of exactly ``blocks_per_request`` blocks is refused,
+        one more block starts; tests/test_vllm.py)."""
+        return self.blocks_per_request >= self.num_blocks
 
 
 def vllm_kv_cache_groups(config):
@@ -582,15 +584,16 @@ def vllm_capacity(config, max_model_len, budget_bytes, *, kv_type="f16", block_s
 
 def vllm_request_bytes(config, max_model_len, *, kv_type="f16", block_size=16,
                        max_in_flight_tokens=0):
-    """The pool memory one request of ``max_model_len`` takes in vLLM 0.32: its
-    ``blocks_per_request`` blocks of ``page x group_size`` bytes each (``vllm_capacity``), the
-    padding layers of a hybrid model included. A budget of at least this serves the request,
-    one byte less refuses it. For a model with one kind of layer it is ``kv_cache_bytes``."""
+    """The smallest budget with which vLLM 0.32 starts for one request of ``max_model_len``:
+    its ``blocks_per_request`` blocks plus the pool's null block, each ``page x group_size``
+    bytes (``vllm_capacity``), the padding layers of a hybrid model included; one byte less is
+    refused. Past the null block, a model with one kind of layer takes ``kv_cache_bytes``."""
     max_model_len = positive_int("max_model_len", max_model_len)
     block_size = positive_int("block_size", block_size)
     cap = vllm_capacity(config, max_model_len, 0, kv_type=kv_type, block_size=block_size,
                         max_in_flight_tokens=max_in_flight_tokens)
-    return cap.blocks_per_request * kv_cell_bytes(config, kv_type) * block_size * cap.group_size
+    return (cap.blocks_per_request + 1) * kv_cell_bytes(config, kv_type) * block_size * \
+        cap.group_size
 
 
 def _llamacpp(n_ctx, W, *, n_seq, n_ubatch, swa_full, kv_unified, **_):

@@ -940,14 +940,16 @@ def test_vllm_window_blocks_and_prefix_hits_by_hand():
 @pytest.mark.parametrize("n", [1, 17, 4096, 4097, 131072])
 def test_one_vllm_request_is_the_smallest_budget_its_pool_serves(name, n):
     """vllm_request_bytes against vllm_capacity: that budget serves one request of n, one byte
-    less refuses it; without padding layers it is kv_cache_bytes by vLLM's rule."""
+    less refuses it; less the null block and without padding layers it is kv_cache_bytes."""
     cfg = load_config(name)
     need = kc.vllm_request_bytes(cfg, n, max_in_flight_tokens=2048)
     assert not kc.vllm_capacity(cfg, n, need, max_in_flight_tokens=2048).refuses
     assert kc.vllm_capacity(cfg, n, need - 1, max_in_flight_tokens=2048).refuses
+    cap = kc.vllm_capacity(cfg, n, need, max_in_flight_tokens=2048)
+    null_block = need // cap.num_blocks  # the pool's one block no request holds
     exact = kc.kv_cache_bytes(cfg, n, engine="vllm", max_in_flight_tokens=2048).total_bytes
     padding = kc.vllm_kv_cache_groups(cfg)[2]
-    assert need == exact if padding == 0 else need > exact
+    assert need - null_block == exact if padding == 0 else need - null_block > exact
 
 
 def test_llamacpp_compute_reserve_is_the_phases_bound_or_the_experts_estimate():

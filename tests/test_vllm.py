@@ -340,7 +340,7 @@ def test_bad_input_names_the_argument():
 @engine
 @settings(max_examples=12, deadline=None)
 @given(name=st.sampled_from(S.CAPACITY_SHAPES), n=st.integers(1, 300_000),
-       in_flight=st.sampled_from([0, 256, 2048, 16384]))
+       in_flight=st.sampled_from([256, 2048, 16384]))  # vLLM keeps at least 256 in flight
 def test_one_requests_bytes_are_the_smallest_budget_vllm_starts_with(name, n, in_flight):
     """kv_cache.vllm_request_bytes, what notebook 05's budget figure draws for vLLM: with that
     budget vLLM starts (one request of n fits its pool), with one byte less it refuses."""
