@@ -21,27 +21,34 @@ from . import _validate as check
 
 __all__ = [
     "SoftmaxStep", "AttentionStep", "two_pass_softmax", "online_softmax", "online_softmax_trace",
-    "online_attention_row", "online_attention_trace",
+    "online_attention_row", "online_attention_trace", "sink_share",
 ]
 
 
 @dataclass(frozen=True)
 class SoftmaxStep:
-    """State after reading one score: the score x, the running max m and denominator l."""
+    """State after reading one score: the score x, the running max m and denominator l.
+
+    ``rescale`` is the factor exp(m_old - m_new) this step multiplied the carried l by: 1.0
+    when the max did not rise, None when nothing was carried yet (every earlier score -inf or
+    none: l was 0, there was nothing to rescale)."""
     i: int
     x: float
     m: float
     l: float
+    rescale: float = None
 
 
 @dataclass(frozen=True)
 class AttentionStep:
-    """State after reading one key (or the sink, with ``key == "sink"``)."""
+    """State after reading one key (or the sink, with ``key == "sink"``); ``rescale`` as in
+    ``SoftmaxStep``, the factor that multiplied the carried l and acc."""
     key: object
     score: float
     m: float
     l: float
     acc: tuple
+    rescale: float = None
 
 
 def _as_scores(x, name):
@@ -72,21 +79,28 @@ def _check_sink(sink_logit):
 
 
 def _rescale(m_old, m_new):
-    """exp(m_old - m_new), with exp(-inf - finite) = 0 and no NaN from (-inf) - (-inf)."""
-    return 0.0 if m_old == -np.inf else float(np.exp(m_old - m_new))
+    """exp(m_old - m_new), or None when nothing was carried (m_old = -inf, so l = 0 and acc = 0:
+    no NaN from (-inf) - (-inf), and nothing to multiply)."""
+    return None if m_old == -np.inf else float(np.exp(m_old - m_new))
+
+
+def _carry(acc, l, alpha):
+    """acc and l carried into a step: rescaled by alpha, or 0 when nothing was carried."""
+    return (np.zeros_like(acc), 0.0) if alpha is None else (acc * alpha, l * alpha)
 
 
 def _steps(x):
-    """Yield (i, x_i, m, l) after each score: the one-pass recurrence itself."""
+    """Yield (i, x_i, m, l, rescale) after each score: the one-pass recurrence itself."""
     m, l = -np.inf, 0.0  # nothing seen yet: the sum of no terms is 0 (and m = -inf is its max)
     for i, xi in enumerate(x):
         m_new = max(m, xi)
         if m_new == -np.inf:  # only -inf so far: exp(-inf) terms contribute nothing
-            yield i, xi, m, l
+            yield i, xi, m, l, None
             continue
-        l = l * _rescale(m, m_new) + float(np.exp(xi - m_new))
+        alpha = _rescale(m, m_new)
+        l = (0.0 if alpha is None else l * alpha) + float(np.exp(xi - m_new))
         m = m_new
-        yield i, xi, m, l
+        yield i, xi, m, l, alpha
 
 
 def two_pass_softmax(x):
@@ -106,7 +120,7 @@ def online_softmax(x):
     Raises ValueError when x is empty, holds NaN or +inf, or is all -inf.
     """
     x = _as_scores(x, "x")
-    for _, _, m, l in _steps(x):
+    for _, _, m, l, _ in _steps(x):
         pass
     if m == -np.inf:
         raise ValueError("x: every entry is -inf, softmax is undefined")
@@ -116,7 +130,8 @@ def online_softmax(x):
 def online_softmax_trace(x):
     """The one-pass recurrence step by step: a list of SoftmaxStep (notebook 02's step table)."""
     x = _as_scores(x, "x")
-    return [SoftmaxStep(i, float(xi), float(m), float(l)) for i, xi, m, l in _steps(x)]
+    return [SoftmaxStep(i, float(xi), float(m), float(l), alpha)
+            for i, xi, m, l, alpha in _steps(x)]
 
 
 def online_attention_trace(scores, values, sink_logit=None):
@@ -132,20 +147,21 @@ def online_attention_trace(scores, values, sink_logit=None):
     trace = []
     with np.errstate(over="ignore", invalid="ignore"):  # overflow: named below
         for j, (x, v) in enumerate(zip(scores, values)):
-            m_new = max(m, x)
+            m_new, alpha = max(m, x), None
             if m_new > -np.inf:  # a key hidden by -inf adds nothing (no -inf - -inf)
                 alpha, w = _rescale(m, m_new), float(np.exp(x - m_new))
-                acc = acc * alpha + w * v
-                l = l * alpha + w
+                acc, l = _carry(acc, l, alpha)
+                acc = acc + w * v
+                l = l + w
                 m = m_new
-            trace.append(AttentionStep(j, float(x), float(m), float(l), tuple(acc)))
+            trace.append(AttentionStep(j, float(x), float(m), float(l), tuple(acc), alpha))
         if sink is not None:  # one more score in the denominator, no value vector
             m_new = max(m, sink)
             alpha = _rescale(m, m_new)
-            acc = acc * alpha
-            l = l * alpha + float(np.exp(sink - m_new))
+            acc, l = _carry(acc, l, alpha)
+            l = l + float(np.exp(sink - m_new))
             m = m_new
-            trace.append(AttentionStep("sink", sink, float(m), float(l), tuple(acc)))
+            trace.append(AttentionStep("sink", sink, float(m), float(l), tuple(acc), alpha))
     if l == 0.0:
         raise ValueError("scores: every entry is -inf and there is no sink, the row is undefined")
     if not np.isfinite(acc).all():
@@ -161,3 +177,13 @@ def online_attention_row(scores, values, sink_logit=None):
     """
     last = online_attention_trace(scores, values, sink_logit)[-1]
     return np.asarray(last.acc) / last.l
+
+
+def sink_share(scores, sink_logit):
+    """The fraction of one query's attention weight that a learned sink takes: exp(z - m) / l,
+    with m and l over the keys' ``scores`` and the sink logit z (the last step of
+    ``online_attention_trace``). The keys' weights sum to 1 minus this."""
+    scores = _as_scores(scores, "scores")
+    sink = check.real("sink_logit", sink_logit)
+    last = online_attention_trace(scores, np.zeros((scores.shape[0], 1)), sink)[-1]
+    return float(np.exp(sink - last.m)) / last.l

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from lessonlib.softmax import (online_attention_row, online_attention_trace, online_softmax,
-                               online_softmax_trace, two_pass_softmax)
+                               online_softmax_trace, sink_share, two_pass_softmax)
 
 EXAMPLE_X = [1.0, 3.0, 2.0, 5.0, 0.5, 4.0]
 EXAMPLE_V = [[1, 0], [0, 1], [1, 1], [2, 0], [0, 2], [1, -1]]
@@ -130,6 +130,81 @@ def test_bad_row_input_raises(kwargs, match):
         online_attention_row(**kwargs)
 
 
+# --------------------------------------------------------------------------- issue 31: compute owns
+# the rescale factor and the sink's share (notebook 02's widget and check read them from here)
+
+def ref_rescales(x):
+    """exp(m_old - m_new) of each step, from the running max recomputed with max(): None while
+    every score so far is -inf (nothing carried)."""
+    out, m_old = [], -math.inf
+    for k in range(len(x)):
+        m_new = max(x[: k + 1])
+        out.append(None if m_old == -math.inf else math.exp(m_old - m_new))
+        m_old = m_new
+    return out
+
+
+def test_example2_rescale_factors():
+    """Notebook 02's step table: the max rises at keys 1 (1 -> 3) and 3 (3 -> 5)."""
+    steps = online_softmax_trace(EXAMPLE_X)
+    assert [st.rescale for st in steps] == [None, math.exp(-2), 1.0, math.exp(-2), 1.0, 1.0]
+    assert [st.rescale for st in online_attention_trace(EXAMPLE_X, EXAMPLE_V)] == \
+        [st.rescale for st in steps]
+
+
+@given(st.lists(st.one_of(st.floats(-1e4, 1e4, allow_nan=False), st.just(-math.inf)),
+                min_size=1, max_size=30))
+def test_each_step_carries_l_times_its_rescale(x):
+    """l after a step is the carried l times the step's rescale plus the new term; the factor is
+    exp(m_old - m_new) of the running max (None while nothing was carried)."""
+    steps = online_softmax_trace(x)
+    expected = ref_rescales(x)
+    for k, step in enumerate(steps):
+        if expected[k] is None:
+            assert step.rescale is None
+        else:
+            assert step.rescale == pytest.approx(expected[k], rel=1e-15, abs=0.0)
+            term = 0.0 if x[k] == -math.inf else math.exp(x[k] - step.m)
+            assert step.l == pytest.approx(steps[k - 1].l * step.rescale + term, rel=1e-14)
+    attention = online_attention_trace(x, np.ones((len(x), 1))) if max(x) > -math.inf else []
+    assert [a.rescale for a in attention] == [s.rescale for s in steps][:len(attention)]
+
+
+def test_the_sink_step_rescales_by_the_keys_max_against_the_sinks():
+    keys = online_attention_trace(EXAMPLE_X, EXAMPLE_V)[-1]
+    for z, factor in [(4.5, 1.0), (7.0, math.exp(5.0 - 7.0))]:
+        last = online_attention_trace(EXAMPLE_X, EXAMPLE_V, sink_logit=z)[-1]
+        assert last.key == "sink" and last.rescale == pytest.approx(factor, rel=1e-15)
+        np.testing.assert_allclose(last.acc, np.asarray(keys.acc) * factor, rtol=1e-15)
+    alone = online_attention_trace([-math.inf], [[1.0]], sink_logit=2.0)[-1]
+    assert alone.rescale is None and alone.l == 1.0  # only the sink: nothing was carried
+
+
+def ref_sink_share(scores, z):
+    """exp(z) / (sum_j exp(x_j) + exp(z)), every term shifted by the largest logit, fsum-med."""
+    logits = [v for v in list(scores) + [z] if v != -math.inf]
+    top = max(logits)
+    return math.exp(z - top) / math.fsum(math.exp(v - top) for v in logits)
+
+
+def test_example2_sink_share():
+    """Notebook 02: z = 4.5 below the max 5 takes 27.7%; exercise 2's z = 7 takes 82.3%."""
+    assert sink_share(EXAMPLE_X, 4.5) == pytest.approx(ref_sink_share(EXAMPLE_X, 4.5), rel=1e-14)
+    assert round(sink_share(EXAMPLE_X, 4.5), 4) == 0.2771
+    assert round(sink_share(EXAMPLE_X, 7.0), 4) == 0.8236
+    assert sink_share([-math.inf, -math.inf], 0.0) == 1.0  # every key masked: all to the sink
+
+
+@given(st.lists(st.one_of(st.floats(-1e4, 1e4, allow_nan=False), st.just(-math.inf)),
+                min_size=1, max_size=20), st.floats(-1e4, 1e4))
+def test_sink_share_equals_the_naive_softmax_and_one_minus_the_keys(scores, z):
+    share = sink_share(scores, z)
+    assert share == pytest.approx(ref_sink_share(scores, z), rel=1e-12, abs=1e-300)
+    if max(scores) > -math.inf:  # the keys' weights (one-hot values) take the rest
+        keys = online_attention_row(scores, np.eye(len(scores)), sink_logit=z)
+        assert share + math.fsum(keys) == pytest.approx(1.0, rel=1e-12)
+
+
 # --------------------------------------------------------------------------- issue 13's examples
 
 @pytest.mark.parametrize("f", [online_softmax, two_pass_softmax, online_softmax_trace])
@@ -202,5 +277,6 @@ BAD_INPUTS = [
     Case(online_softmax_trace, args=(_X,), bad=dict(x=_SCORES)),
     Case(online_attention_trace, args=(_X, _VALS), kwargs=dict(sink_logit=4.5), bad=_ROW),
     Case(online_attention_row, args=(_X, _VALS), kwargs=dict(sink_logit=4.5), bad=_ROW),
+    Case(sink_share, args=(_X, 4.5), bad=dict(scores=_SCORES, sink_logit=reals())),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

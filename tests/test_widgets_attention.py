@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import TILE_FULL, TILE_SKIPPED, block_map
-from lessonlib.softmax import online_attention_row, online_attention_trace
+from lessonlib.softmax import online_attention_row, online_attention_trace, sink_share
 from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,
                                score_matrix_table, tiled_traffic)
 from lessonlib.widgets import attention as W
@@ -70,6 +70,7 @@ def test_online_softmax_explorer_steps_through_example_3():
     last = online_attention_trace(x[:4], v[:4])[-1]
     assert f"m = 5, l = {last.l:.6f}" in w.readout
     assert f"exp(m_old - m_new) = {math.exp(-2):.6f}" in w.readout
+    assert w.data["rescale"] == last.rescale  # compute's factor (softmax), not the widget's
     heights = [b.get_height() for b in w.artists["terms"]]
     np.testing.assert_allclose(heights[:4], np.exp(x[:4] - 5.0))
     assert heights[4:] == [0.0, 0.0, 0.0]  # keys 4, 5 unread; no sink
@@ -88,6 +89,7 @@ def test_online_softmax_explorer_sink():
     out = online_attention_row(x, v, sink_logit=4.5)
     share = math.exp(4.5 - 5) / online_attention_trace(x, v, 4.5)[-1].l
     assert f"the sink takes {100 * share:.1f}% of the weight" in w.readout
+    assert w.data["sink"]["share"] == sink_share(x, 4.5)  # compute's share, read as it is
     assert f"{out[0]:.6f}" in w.readout
     np.testing.assert_allclose(w.artists["plane"]["sink"].get_data(), [[out[0]], [out[1]]])
     heights = [b.get_height() for b in w.artists["terms"]]

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
-from ..softmax import online_attention_row, online_attention_trace, online_softmax_trace
+from .. import softmax
+from ..softmax import online_attention_row, online_softmax_trace
 from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, flash_hbm_accesses, long_context_cost,
                        naive_traffic, score_matrix_table, tiled_traffic)
 from ..attention import key_blocks, naive_attention
@@ -518,8 +519,7 @@ def sink_share(answer):
     q = QUESTIONS["sink_share"]
     x, sink = q["scores"], q["sink_logit"]
     keys = online_softmax_trace(x)[-1]  # m, l over the keys alone
-    last = online_attention_trace(x, np.zeros((len(x), 1)), sink)[-1]  # m, l with the sink
-    expected = math.exp(sink - last.m) / last.l
+    expected = softmax.sink_share(x, sink)  # exp(z - m) / l, m and l with the sink
     term_old = math.exp(sink - keys.m)  # the sink's term measured against the keys' max
     mistakes = [
         (1.0 / (keys.l + 1.0), f"The sink raises the max from {keys.m:g} to {sink:g}: rescale "

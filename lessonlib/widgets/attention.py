@@ -20,7 +20,7 @@ from .. import _validate as check
 from ..attention import TILE_MASKED, TILE_SKIPPED, block_map
 from ..kv_cache import kv_bytes_per_token, model_shape
 from ..plots import attention as plots
-from ..softmax import online_attention_row, online_attention_trace
+from ..softmax import online_attention_row, online_attention_trace, sink_share
 from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, long_context_cost,
                        naive_traffic, score_matrix_table, score_slice_bytes, tiled_traffic)
 from ._base import (Explorer, checkbox, config_dict, freeze_layout, int_list, new_figure,
@@ -135,15 +135,15 @@ def _softmax_state(scores, values, k, sink_logit):
     # One-hot values turn the attention row into the weight each key (and the sink) gets.
     weights = online_attention_row(scores[:k], np.eye(k))
     path = [np.asarray(st.acc) / st.l for st in trace]
-    state = dict(trace=trace, terms=list(weights * last.l), path=path, sink=None)
-    prev_m = trace[-2].m if k > 1 else -np.inf
-    state["rescale"] = float(np.exp(prev_m - last.m)) if prev_m > -np.inf else None
+    state = dict(trace=trace, terms=list(weights * last.l), path=path, sink=None,
+                 rescale=last.rescale)
     if sink_logit is not None:
         with_sink = online_attention_trace(scores[:k], values[:k], sink_logit)[-1]
         w = online_attention_row(scores[:k], np.eye(k), sink_logit)
-        state["sink"] = dict(step=with_sink, weights=w, share=1.0 - float(w.sum()),
+        share = sink_share(scores[:k], sink_logit)
+        state["sink"] = dict(step=with_sink, weights=w, share=share,
                              output=online_attention_row(scores[:k], values[:k], sink_logit),
-                             terms=list(w * with_sink.l) + [(1.0 - float(w.sum())) * with_sink.l])
+                             terms=list(w * with_sink.l) + [share * with_sink.l])
     return state
 
 
