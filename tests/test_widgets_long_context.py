@@ -125,6 +125,17 @@ def test_the_kv_axis_stays_put_when_the_number_format_changes(w):
         assert ylim[0] < ys.min() and ys.max() < ylim[1]
 
 
+def test_the_kv_axis_holds_every_number_format_with_a_margin_of_2_5(w):
+    """plots.fit_log_ylim over every format's curves and the weights' level, margin 2.5 both
+    ways: the limits notebook 09's committed pictures were drawn with."""
+    ylim = w.axes[1].get_ylim()
+    ys = [8.03e9 / GIB]  # the weights in 8 bits, the dashed level
+    for b in (4, 2, 1):
+        w.controls["dtype_bytes"].value = b
+        ys += [y for ln in w.artists["kv"]["lines"].values() for y in ln.get_ydata()]
+    assert ylim == (min(ys) / 2.5, max(ys) * 2.5)
+
+
 def test_needle_heatmap_labels_contrast_with_their_cells():
     """Black "miss" on dark red was 2.6:1: every label is now at least WCAG AA's 4.5:1."""
     from lessonlib.plots._style import contrast_ratio

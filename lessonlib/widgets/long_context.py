@@ -7,7 +7,6 @@ shows a finished ``needles.NeedleGrid`` with ``lessonlib.plots.long_context``; i
 grid's text table. ``explorer.readout`` is the text a test reads.
 """
 import ipywidgets as widgets
-import numpy as np
 from matplotlib.transforms import blended_transform_factory
 
 from .. import _validate as check
@@ -27,6 +26,7 @@ DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
 FIGSIZE = (FIGURE_WIDTH, 4.6)  # inches: unscaled in JupyterLab beside the file browser
 LEGEND_BAND = 0.75  # inches under the panels for their legends
 LEGEND_FONT = 9  # points: the figure's smallest text (9 px on a laptop, 12 in the presenter)
+KV_YLIM_MARGIN = (2.5, 2.5)  # the KV panel's y range: lowest / 2.5 to highest x 2.5
 
 
 def _kv_gib(configs, lengths, dtype_bytes, engine):
@@ -92,8 +92,9 @@ def cost_explorer(config="Llama-3.1-8B", *, params=None, n=131072,
     # One y range for every KV number format: switching it moves the curves, not the axis (and
     # the axis, drawn once, stays in the blitted background).
     every_kv = [_kv_gib(configs, lengths, b, engine) for _, b in KV_DTYPES]
-    kv_ylim = _log_ylim([v for kv in every_kv for v in kv.values()] + [[weights_gib]])
-    ax_kv.set_ylim(*kv_ylim)
+    plots.fit_log_ylim(ax_kv, [v for kv in every_kv for v in kv.values()], extra=[weights_gib],
+                       margin=KV_YLIM_MARGIN)
+    kv_ylim = ax_kv.get_ylim()
 
     def redraw(n, dtype_bytes):
         kv = _kv_gib(configs, lengths, dtype_bytes, engine)
@@ -125,12 +126,6 @@ def _legends_under(fig, axes):
                                   fontsize=LEGEND_FONT, frameon=False, columnspacing=1.0,
                                   handlelength=2.4, borderaxespad=0.1))
     return legends
-
-
-def _log_ylim(curves):
-    ys = np.concatenate([np.asarray(y, dtype=float).ravel() for y in curves])
-    ys = ys[np.isfinite(ys) & (ys > 0)]
-    return ys.min() / 2.5, ys.max() * 2.5
 
 
 def _readout(config, n, dtype_bytes, st, weights_gib):
