@@ -26,10 +26,6 @@ QUESTIONS = {
 }
 
 
-def _pad(x, to=256):
-    return -(-x // to) * to
-
-
 @preamble
 def receptive_field_tokens(answer):
     """How far back Mistral-7B-v0.1's 32 windowed layers (W = 4096) can carry information."""
@@ -62,19 +58,25 @@ def swa_cells(answer):
     W = load_config(q["config"])["sliding_window"]
     n_ctx, n_seq, ub = q["n_ctx"], q["n_seq"], q["n_ubatch"]
     expected = llamacpp_swa_cells(n_ctx, W, n_seq=n_seq, n_ubatch=ub)
+    # The slips padded by llama.cpp's own rule (kv_cache owns the 256), each with one input
+    # wrong: one sequence's window; no room for the micro-batch (a context of exactly the
+    # windows caps the sum at n_swa x n_seq); the micro-batch once per sequence.
+    one_window = llamacpp_swa_cells(n_ctx, W, n_seq=1, n_ubatch=ub)
+    no_batch = llamacpp_swa_cells(min(n_ctx, W * n_seq), W, n_seq=n_seq, n_ubatch=ub)
+    batch_per_seq = llamacpp_swa_cells(n_ctx, W, n_seq=n_seq, n_ubatch=n_seq * ub)
     mistakes = [
         (W * n_seq + ub, f"Right sum, but llama.cpp rounds the cell count up to a multiple of "
                          f"256 (GGML_PAD): pad({W * n_seq + ub}, 256)."),
-        (_pad(W + ub), f"Each of the {n_seq} sequences keeps its own window: n_swa x n_seq."),
+        (one_window, f"Each of the {n_seq} sequences keeps its own window: n_swa x n_seq."),
         (W + ub, f"Two slips: n_swa x n_seq (each of the {n_seq} sequences keeps a window), and "
                  f"the padding to a multiple of 256."),
-        (_pad(W * n_seq), "The micro-batch being processed must fit next to the window: add "
-                          "n_ubatch before padding."),
+        (no_batch, "The micro-batch being processed must fit next to the window: add "
+                   "n_ubatch before padding."),
         (W, "The window alone is not enough: add the other sequences' windows and the "
             "micro-batch, then pad to 256."),
         (n_ctx, "That is a global layer (or --swa-full); sliding layers get "
                 "pad(min(n_ctx, n_swa x n_seq + n_ubatch), 256)."),
-        (_pad(n_seq * (W + ub)), "The micro-batch is added once, not once per sequence."),
+        (batch_per_seq, "The micro-batch is added once, not once per sequence."),
     ]
     return check_number("swa_cells", answer, expected, mistakes, unit="cells", integer=True,
                         generic="pad(min(n_ctx, n_swa x n_seq + n_ubatch), 256).")
