@@ -230,6 +230,8 @@ def test_figure_fits_the_laptop_and_its_type_stays_readable(factory):
     w = factory()
     width, height = w.fig.get_size_inches()
     assert width * 100 <= 930 and width == W.FIGURE_WIDTH  # 920 px: not scaled on a laptop
+    from lessonlib.plots import FIGURE_WIDTH
+    assert W.FIGURE_WIDTH is FIGURE_WIDTH  # the one width of every figure, not a copy
     assert height <= 3.8  # the presenter (130 dpi) has ~500 px under controls and readout
     assert w.smallest_text_px() >= 9 * w.fig.dpi / 72 - 1e-9
 

@@ -70,8 +70,10 @@ def test_dtype_switch_redraws_the_kv_curves(w):
 
 
 def test_figure_fits_a_laptop_and_its_smallest_text_is_readable(w):
-    """9.3 in: 930 px at JupyterLab's 100 dpi, the output area beside the file browser."""
-    assert w.fig.get_size_inches()[0] <= 9.3 + 1e-9
+    """plots.FIGURE_WIDTH, the width of every widget's figure: 920 px at JupyterLab's 100 dpi,
+    inside the output area beside the file browser (about 930 px)."""
+    from lessonlib.plots import FIGURE_WIDTH
+    assert w.fig.get_size_inches()[0] == FIGURE_WIDTH and FIGURE_WIDTH * 100 <= 930
     assert w.smallest_text_px() >= 9 * w.fig.dpi / 72 - 1e-9  # 9 pt
 
 

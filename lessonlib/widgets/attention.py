@@ -5,8 +5,9 @@ Each factory computes with lessonlib (traffic, kv_cache, softmax, attention), dr
 ``axes``, ``artists`` (updated in place by every slider move) and ``data`` (what the last
 redraw computed, for tests and curious students). ``explorer.readout`` is the text a test reads.
 
-Each figure is 9.2 in wide (920 px in JupyterLab's output area beside the file browser, about
-930 px; 1,196 px at the presenter's 130 dpi): nothing is scaled down on a laptop. Keys and
+Each figure is ``plots.FIGURE_WIDTH`` inches wide (920 px in JupyterLab's output area beside the
+file browser, about 930 px; 1,196 px at the presenter's 130 dpi): nothing is scaled down on a
+laptop. Keys and
 titles sit above or beside the axes, never on the data, and the smallest type is 9 pt. Readout
 lines stay under ``READOUT_WIDTH`` characters at every slider setting; what never changes is
 said in the notebook's prose instead.
@@ -19,6 +20,7 @@ import numpy as np
 from .. import _validate as check
 from ..attention import TILE_MASKED, TILE_SKIPPED, block_map
 from ..kv_cache import kv_bytes_per_token, model_shape
+from ..plots import FIGURE_WIDTH
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace, sink_share
 from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, long_context_cost,
@@ -30,7 +32,6 @@ __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer",
            "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS", "FIGURE_WIDTH",
            "READOUT_WIDTH"]
 
-FIGURE_WIDTH = 9.2  # inches: 920 px at 100 dpi fits the laptop's ~930 px output area
 READOUT_WIDTH = 100  # characters: one line of the readout, laptop (~109) and presenter (~112)
 
 EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # notebook 02's six scores

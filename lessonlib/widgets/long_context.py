@@ -12,11 +12,11 @@ from matplotlib.transforms import blended_transform_factory
 from .. import _validate as check
 from ..kv_cache import ENGINES
 from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
+from ..plots import FIGURE_WIDTH
 from ..plots import kv_cache as plots
 from ..plots.long_context import draw_needle_heatmap
 from ..traffic import LLAMA3_8B_PARAMS, long_context_cost
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
-from .tinylm import FIGURE_WIDTH
 
 __all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
 
