@@ -22,16 +22,14 @@ from . import _validate as check
 from . import kv_cache as kc
 from . import rope
 from ._validate import positive_int
+from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
-           "ENGINE_CHOICES", "VLLM_GPU_MEMORY_UTILIZATION", "LLAMACPP_N_UBATCH"]
+           "ENGINE_CHOICES"]
 
-ENGINE_CHOICES = ("llama.cpp", "vllm", "ideal")
+ENGINE_CHOICES = kc.BUDGET_ENGINES
 KV_TYPE_CHOICES = ("f16", "bf16", "q8_0", "q4_0", "fp8")
-VLLM_GPU_MEMORY_UTILIZATION = 0.92  # vLLM 0.32's default --gpu-memory-utilization (CacheConfig)
-LLAMACPP_N_UBATCH = 512  # llama.cpp's default -ub
 WIDTH = 100  # prose lines of the text report wrap here (tables do not)
-VLLM_BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
 
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
@@ -410,23 +408,10 @@ def _warnings(cfg, contexts, limits, layers):
 
 # --------------------------------------------------------------------------- GPU budget
 
-def _largest(fits, lo, hi):
-    """The largest n in [lo, hi] with fits(n), fits monotone (True then False); lo - 1 if none."""
-    if not fits(lo):
-        return lo - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, kv_types, n_seq,
             in_flight):
     """Per engine and KV type: the bytes left for the cache, the tokens it holds (one sequence)
-    and how many sequences of each context fit at once."""
+    and how many sequences of each context fit at once (``kv_cache.gpu_budget``)."""
     out = {"gpu_memory": gpu_memory, "weights_bytes": weights_bytes,
            "weights_source": weights_source, "engines": [], "assumptions": []}
     a = out["assumptions"]
@@ -435,52 +420,21 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
              "line 'GPU KV cache size: N tokens' counts for a model without sliding layers; "
              "for llama.cpp, the largest -c; 'any length' when every layer slides, so the "
              "cache stops growing); seqs of n: sequences of n tokens at once")
-    limit = 1 << 40  # a token count no cache reaches (2^40 cells)
-    for engine in engines:
-        for kv_type in [t for t in kv_types if engine in kc.KV_TYPES[t].engines]:
-            if engine == "vllm":
-                usable = int(gpu_memory * VLLM_GPU_MEMORY_UTILIZATION) - weights_bytes
-                reserve = f"gpu_memory_utilization {VLLM_GPU_MEMORY_UTILIZATION}"
-
-                def fits(n, k=1, kv_type=kv_type, usable=usable):
-                    """vLLM's pool: k requests' blocks (padding layers included) fit."""
-                    cap = kc.vllm_capacity(cfg, n, max(usable, 0), kv_type=kv_type,
-                                           block_size=VLLM_BLOCK_SIZE,
-                                           max_in_flight_tokens=in_flight)
-                    return k * cap.blocks_per_request <= cap.num_blocks
-            elif engine == "llama.cpp":
-                usable = gpu_memory - weights_bytes
-                reserve = f"compute buffer at -ub {LLAMACPP_N_UBATCH} with flash attention"
-
-                def fits(n, k=1, kv_type=kv_type, usable=usable):
-                    cells = n * k
-                    kv = kc.kv_cache_bytes(cfg, cells, engine="llama.cpp", n_seq=k,
-                                           kv_type=kv_type, n_ubatch=LLAMACPP_N_UBATCH).total_bytes
-                    return kv + kc.llamacpp_compute_reserve(cfg, cells, LLAMACPP_N_UBATCH) <= usable
-            else:
-                usable = gpu_memory - weights_bytes
-                reserve = "nothing (the exact cache alone)"
-
-                def fits(n, k=1, kv_type=kv_type, usable=usable):
-                    return kc.kv_cache_bytes(cfg, n, engine="ideal", n_seq=k,
-                                             kv_type=kv_type).total_bytes <= usable
-            row = {"engine": engine, "kv_type": kv_type, "usable_bytes": max(usable, 0),
-                   "reserve": reserve, "max_tokens": 0, "sequences": {}}
-            if usable > 0:
-                # every layer sliding: the cache stops growing at the window, no length is too long
-                row["max_tokens"] = None if fits(limit) else _largest(fits, 1, limit)
-                for n in contexts:
-                    row["sequences"][str(n)] = _largest(lambda k: fits(n, k), 1,
-                                                        max(1, limit // n))
-            else:
-                row["sequences"] = {str(n): 0 for n in contexts}
-            out["engines"].append(row)
+    reserves = {"vllm": f"gpu_memory_utilization {VLLM_GPU_MEMORY_UTILIZATION}",
+                "llama.cpp": f"compute buffer at -ub {LLAMACPP_N_UBATCH} with flash attention",
+                "ideal": "nothing (the exact cache alone)"}
+    for b in kc.gpu_budget(cfg, gpu_memory, weights_bytes, contexts=contexts, engines=engines,
+                           kv_types=kv_types, max_in_flight_tokens=in_flight):
+        out["engines"].append({"engine": b.engine, "kv_type": b.kv_type,
+                               "usable_bytes": max(b.room_bytes, 0), "reserve": reserves[b.engine],
+                               "max_tokens": b.max_tokens,
+                               "sequences": {str(n): k for n, k in b.sequences}})
     if "vllm" in engines:
         a.append(f"vLLM: the cache gets gpu_memory x {VLLM_GPU_MEMORY_UTILIZATION} (its default "
                  "--gpu-memory-utilization) minus the weights; the activation peak, CUDA graphs "
                  "and other non-torch memory that vLLM measures at start-up are not subtracted, "
                  f"so its real figure is lower (blocks of {VLLM_BLOCK_SIZE}, one request per "
-                 "sequence)")
+                 "sequence, and one null block the pool keeps)")
         group_size, groups, padding = kc.vllm_kv_cache_groups(cfg)
         if padding:
             a.append(f"vLLM: layers in KV cache groups of {group_size}, {len(groups)} groups for "

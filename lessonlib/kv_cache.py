@@ -47,6 +47,8 @@ __all__ = [
     "vllm_window_blocks", "vllm_prefix_hits",
     "ComputeBuffer", "llamacpp_compute_buffer", "ComputePhases", "llamacpp_compute_phases",
     "llamacpp_compute_reserve",
+    "cache_room", "sequence_bytes", "gpu_budget", "EngineBudget", "BUDGET_ENGINES",
+    "VLLM_GPU_MEMORY_UTILIZATION", "LLAMACPP_N_UBATCH", "VLLM_BLOCK_SIZE",
     "gqa_kv_head", "gqa_head_map", "mla_absorb_query", "mla_scores_direct",
     "mla_scores_absorbed", "GIB", "MIB",
 ]
@@ -897,3 +899,131 @@ def llamacpp_compute_reserve(config, n_ctx, n_ubatch=512):
     if _experts_key(_text_config(config)) is None:
         return llamacpp_compute_phases(config, n_ctx, n_ubatch, flash_attn=True).lower_bound_bytes
     return llamacpp_compute_buffer(config, n_ctx, n_ubatch, flash_attn=True).estimate_bytes
+
+
+# --------------------------------------------------------------------------- GPU budget
+
+VLLM_GPU_MEMORY_UTILIZATION = 0.92  # vLLM 0.32's default --gpu-memory-utilization (CacheConfig)
+LLAMACPP_N_UBATCH = 512  # llama.cpp's default -ub
+VLLM_BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+BUDGET_ENGINES = ("llama.cpp", "vllm", "ideal")
+_NO_LIMIT = 1 << 40  # a token count no cache reaches (2^40 cells)
+
+
+def cache_room(gpu_memory, weights_bytes, *, engine):
+    """The bytes an engine leaves for what grows with the context, beside the weights: vLLM
+    takes ``VLLM_GPU_MEMORY_UTILIZATION`` (0.92) of the GPU's memory (its default
+    ``--gpu-memory-utilization``) and the cache gets that minus the weights; llama.cpp and the
+    exact count get the whole memory minus the weights (llama.cpp's compute buffer comes out of
+    it too: ``sequence_bytes``). Negative when the weights alone do not fit."""
+    gpu_memory = positive_int("gpu_memory", gpu_memory)
+    weights_bytes = non_negative_int("weights_bytes", weights_bytes)
+    engine = check.choice("engine", engine, BUDGET_ENGINES)
+    if engine == "vllm":
+        return int(gpu_memory * VLLM_GPU_MEMORY_UTILIZATION) - weights_bytes
+    return gpu_memory - weights_bytes
+
+
+def sequence_bytes(config, n, *, engine, kv_type="f16", n_seq=1, max_in_flight_tokens=0):
+    """What ``n_seq`` sequences of ``n`` tokens each take out of ``cache_room``, by the engine's
+    rule; they fit exactly when this is at most the room.
+
+    llama.cpp  ``-c n*n_seq -np n_seq -ub 512 -fa on``: the cache (``kv_cache_bytes``) plus the
+               compute buffer's reserve (``llamacpp_compute_reserve``)
+    vllm       ``n_seq`` requests of ``max_model_len = n``: their blocks plus the pool's null
+               block (``vllm_capacity``; one request: ``vllm_request_bytes``), the padding layers
+               of a hybrid included and the sliding layers keeping blocks for
+               ``max_in_flight_tokens``
+    ideal      the exact cache alone
+    """
+    engine = check.choice("engine", engine, BUDGET_ENGINES)
+    n, n_seq = positive_int("n", n), positive_int("n_seq", n_seq)
+    max_in_flight_tokens = non_negative_int("max_in_flight_tokens", max_in_flight_tokens)
+    kv_type = check.choice("kv_type", kv_type, tuple(KV_TYPES))
+    if engine not in KV_TYPES[kv_type].engines:
+        raise ValueError(f"kv_type {kv_type!r} is not a cache type of {engine} (it has "
+                         + ", ".join(t for t in KV_TYPES if engine in KV_TYPES[t].engines) + ")")
+    if engine == "vllm":
+        cap = vllm_capacity(config, n, 0, kv_type=kv_type, block_size=VLLM_BLOCK_SIZE,
+                            max_in_flight_tokens=max_in_flight_tokens)
+        block = kv_cell_bytes(config, kv_type) * VLLM_BLOCK_SIZE * cap.group_size
+        return (n_seq * cap.blocks_per_request + 1) * block
+    if engine == "llama.cpp":
+        cells = n * n_seq
+        return kv_cache_bytes(config, cells, engine="llama.cpp", n_seq=n_seq, kv_type=kv_type,
+                              n_ubatch=LLAMACPP_N_UBATCH).total_bytes + \
+            llamacpp_compute_reserve(config, cells, LLAMACPP_N_UBATCH)
+    return kv_cache_bytes(config, n, engine="ideal", n_seq=n_seq, kv_type=kv_type).total_bytes
+
+
+@dataclass(frozen=True)
+class EngineBudget:
+    """``gpu_budget``'s answer for one engine and cache type.
+
+    room_bytes   ``cache_room``: what the weights leave (negative: they do not fit)
+    max_tokens   the longest single sequence that fits (``sequence_bytes`` <= room): what vLLM's
+                 start-up line "GPU KV cache size: N tokens" counts for a model without sliding
+                 layers, llama.cpp's largest ``-c``; None when every length fits (every layer
+                 slides, so the cache stops growing); 0 when none does
+    sequences    ((n, how many sequences of n fit at once), ...) for each context asked
+    """
+    engine: str
+    kv_type: str
+    room_bytes: int
+    max_tokens: object
+    sequences: tuple
+
+
+def _largest(fits, lo, hi):
+    """The largest x in [lo, hi] with fits(x), fits monotone (True then False); lo - 1 if none."""
+    if not fits(lo):
+        return lo - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _seq(name, value):
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list or tuple, got {check.describe(value)}")
+    return value
+
+
+def gpu_budget(config, gpu_memory, weights_bytes, *, contexts=(), engines=BUDGET_ENGINES,
+               kv_types=("f16",), max_in_flight_tokens=None):
+    """Per engine and cache type (a type an engine has not is left out of it): the room the
+    weights leave (``cache_room``), the longest sequence that fits and how many sequences of
+    each of ``contexts`` fit at once (``sequence_bytes`` against the room). The one budget that
+    ``inspect``, notebook 05's budget figure and its readout all draw.
+    ``max_in_flight_tokens`` None: ``vllm serve``'s default for ``gpu_memory``
+    (``vllm_serve_in_flight_tokens``)."""
+    gpu_memory = positive_int("gpu_memory", gpu_memory)
+    weights_bytes = non_negative_int("weights_bytes", weights_bytes)
+    contexts = tuple(positive_int(f"contexts[{i}]", c)
+                     for i, c in enumerate(_seq("contexts", contexts)))
+    engines = tuple(check.choice(f"engines[{i}]", e, BUDGET_ENGINES)
+                    for i, e in enumerate(_seq("engines", engines)))
+    kv_types = tuple(check.choice(f"kv_types[{i}]", t, tuple(KV_TYPES))
+                     for i, t in enumerate(_seq("kv_types", kv_types)))
+    in_flight = (vllm_serve_in_flight_tokens(gpu_memory) if max_in_flight_tokens is None
+                 else non_negative_int("max_in_flight_tokens", max_in_flight_tokens))
+    out = []
+    for engine in engines:
+        for kv_type in [t for t in kv_types if engine in KV_TYPES[t].engines]:
+            room = cache_room(gpu_memory, weights_bytes, engine=engine)
+
+            def fits(n, k=1, engine=engine, kv_type=kv_type, room=room):
+                return sequence_bytes(config, n, engine=engine, kv_type=kv_type, n_seq=k,
+                                      max_in_flight_tokens=in_flight) <= room
+            if room <= 0:
+                out.append(EngineBudget(engine, kv_type, room, 0, tuple((n, 0) for n in contexts)))
+                continue
+            longest = None if fits(_NO_LIMIT) else _largest(fits, 1, _NO_LIMIT)
+            seqs = tuple((n, _largest(lambda k: fits(n, k), 1, max(1, _NO_LIMIT // n)))
+                         for n in contexts)
+            out.append(EngineBudget(engine, kv_type, room, longest, seqs))
+    return tuple(out)

@@ -831,6 +831,19 @@ BAD_INPUTS = [
          bad=dict(config=_CONFIG, max_model_len=ints(minimum=1),
                   kv_type=choices(list(kc.KV_TYPES)), block_size=ints(minimum=1),
                   max_in_flight_tokens=ints(minimum=0), **_LAYERS)),
+    Case(kc.cache_room, args=(24 * kc.GIB, 15 * kc.GIB), kwargs=dict(engine="vllm"),
+         bad=dict(gpu_memory=ints(minimum=1), weights_bytes=ints(minimum=0),
+                  engine=choices(list(kc.BUDGET_ENGINES)))),
+    Case(kc.sequence_bytes, args=(_SWA, 4097), kwargs=dict(engine="vllm", kv_type="fp8", n_seq=2,
+                                                           max_in_flight_tokens=2048),
+         bad=dict(config=_CONFIG, n=ints(minimum=1), engine=choices(list(kc.BUDGET_ENGINES)),
+                  kv_type=choices(list(kc.KV_TYPES)), n_seq=ints(minimum=1),
+                  max_in_flight_tokens=ints(minimum=0), **_LAYERS)),
+    Case(kc.gpu_budget, args=(load_config("Llama-3.1-8B"), 24 * kc.GIB, 15 * kc.GIB),
+         kwargs=dict(contexts=[4096], engines=["vllm", "ideal"], kv_types=["f16"],
+                     max_in_flight_tokens=None),
+         bad=dict(gpu_memory=ints(minimum=1), weights_bytes=ints(minimum=0),
+                  max_in_flight_tokens=ints(minimum=0, none_ok=True))),
     Case(kc.llamacpp_compute_reserve, args=(load_config("Llama-3.1-8B"), 4097, 200),
          bad=dict(config=_CONFIG, n_ctx=ints(minimum=1), n_ubatch=ints(minimum=1),
                   **{f"config.{k}": ints(minimum=1) | st.just(DELETE) for k in (
@@ -959,3 +972,62 @@ def test_llamacpp_compute_reserve_is_the_phases_bound_or_the_experts_estimate():
     assert kc.llamacpp_compute_reserve(moe, 8192, 512) == kc.llamacpp_compute_buffer(
         moe, 8192, 512, flash_attn=True).estimate_bytes
 
+
+
+# --------------------------------------------------------------------------- the GPU budget
+
+@pytest.mark.parametrize("name", ["Llama-3.1-8B", "Gemma-3-27B", "gpt-oss-20b", "DeepSeek-V3",
+                                  "Mistral-7B"])
+@pytest.mark.parametrize("gpu_gib", [16, 24, 80])
+def test_gpu_budget_is_the_longest_sequence_and_the_most_sequences_that_fit(name, gpu_gib):
+    """Against sequence_bytes and cache_room, one token or one sequence more never fits; vLLM's
+    rule is its pool's: k requests start while k x blocks_per_request < num_blocks (the null
+    block), with a pool of the room's bytes."""
+    cfg, gpu, weights = load_config(name), gpu_gib * kc.GIB, 14 * kc.GIB
+    for b in kc.gpu_budget(cfg, gpu, weights, contexts=[4096, 32768], kv_types=["f16", "q8_0"],
+                           max_in_flight_tokens=4096):
+        assert b.room_bytes == (int(gpu * 0.92) if b.engine == "vllm" else gpu) - weights
+        assert b.kv_type == "f16" or b.engine != "vllm"  # vLLM has no q8_0 cache
+
+        def fits(n, k=1, b=b):
+            need = kc.sequence_bytes(cfg, n, engine=b.engine, kv_type=b.kv_type, n_seq=k,
+                                     max_in_flight_tokens=4096)
+            if b.engine == "vllm":
+                cap = kc.vllm_capacity(cfg, n, b.room_bytes, kv_type=b.kv_type,
+                                       max_in_flight_tokens=4096)
+                assert (need <= b.room_bytes) == (k * cap.blocks_per_request < cap.num_blocks)
+            return need <= b.room_bytes
+        if b.max_tokens is None:
+            assert fits(1 << 40)  # every layer slides: the cache stops growing
+        else:
+            assert fits(b.max_tokens) and not fits(b.max_tokens + 1)
+        for n, k in b.sequences:
+            assert (k == 0 or fits(n, k)) and not fits(n, k + 1)
+
+
+def test_sequence_bytes_is_each_engines_rule():
+    cfg = load_config("Llama-3.1-8B")
+    assert kc.sequence_bytes(cfg, 5000, engine="ideal") == kc.kv_cache_bytes(
+        cfg, 5000, engine="ideal").total_bytes
+    assert kc.sequence_bytes(cfg, 5000, engine="vllm") == kc.vllm_request_bytes(cfg, 5000)
+    assert kc.sequence_bytes(cfg, 5000, engine="llama.cpp", n_seq=3) == kc.kv_cache_bytes(
+        cfg, 15000, engine="llama.cpp", n_seq=3).total_bytes + kc.llamacpp_compute_reserve(
+        cfg, 15000, 512)
+    # three requests: three requests' blocks and one null block
+    one = kc.sequence_bytes(cfg, 5000, engine="vllm")
+    block = kc.kv_cell_bytes(cfg) * 16 * kc.vllm_kv_cache_groups(cfg)[0]  # a page per layer
+    assert kc.sequence_bytes(cfg, 5000, engine="vllm", n_seq=3) == 3 * (one - block) + block
+    with pytest.raises(ValueError, match="kv_type 'q8_0' is not a cache type of vllm"):
+        kc.sequence_bytes(cfg, 5000, engine="vllm", kv_type="q8_0")
+
+
+def test_gpu_budget_when_the_weights_do_not_fit_and_bad_lists():
+    cfg = load_config("Llama-3.1-8B")
+    (b,) = kc.gpu_budget(cfg, 8 * kc.GIB, 16 * kc.GIB, contexts=[4096], engines=["vllm"])
+    assert b.room_bytes < 0 and b.max_tokens == 0 and b.sequences == ((4096, 0),)
+    for kwargs, says in [(dict(contexts=4096), "contexts must be a list or tuple"),
+                         (dict(contexts=[0]), r"contexts\[0\] must be an integer >= 1"),
+                         (dict(engines=["sglang"]), r"engines\[0\] must be one of"),
+                         (dict(kv_types=["int4"]), r"kv_types\[0\] must be one of")]:
+        with pytest.raises(ValueError, match=says):
+            kc.gpu_budget(cfg, 24 * kc.GIB, 0, **kwargs)

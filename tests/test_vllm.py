@@ -18,7 +18,6 @@ from _support import load_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessonlib import inspect_model as im
 from lessonlib import kv_cache as kc
 from lessonlib import rope as R
 from lessonlib import vllm as V
@@ -67,8 +66,8 @@ def load_config_text(config):
 
 def test_the_committed_file_is_vllm_032_and_its_defaults_are_lessonlibs():
     assert COMMITTED["vllm"] == "0.32.0"
-    assert COMMITTED["defaults"] == {"gpu_memory_utilization": im.VLLM_GPU_MEMORY_UTILIZATION,
-                                     "block_size": 16}
+    assert COMMITTED["defaults"] == {"gpu_memory_utilization": kc.VLLM_GPU_MEMORY_UTILIZATION,
+                                     "block_size": kc.VLLM_BLOCK_SIZE}
 
 
 @pytest.mark.parametrize("name", S.CONFIGS)
@@ -223,8 +222,8 @@ def test_vllms_model_config_reads_lessonlibs_shape(name):
 
 @engine
 def test_defaults_are_vllms():
-    assert V.engine_defaults() == {"gpu_memory_utilization": im.VLLM_GPU_MEMORY_UTILIZATION,
-                                   "block_size": 16}
+    assert V.engine_defaults() == {"gpu_memory_utilization": kc.VLLM_GPU_MEMORY_UTILIZATION,
+                                   "block_size": kc.VLLM_BLOCK_SIZE}
 
 
 @engine

@@ -168,22 +168,33 @@ def test_budget_readout_and_curves_are_the_reports():
     assert all(len(line) <= kvw.READOUT_WIDTH for line in budget.readout.splitlines())
 
 
-@pytest.mark.parametrize("model, gpu_gib", [("Llama-3.1-8B", 24), ("Gemma-3-27B", 80),
-                                            ("gpt-oss-20b", 24), ("Qwen2.5-7B-Instruct", 16)])
-def test_each_curve_crosses_its_room_line_where_the_readout_says_the_longest_sequence_ends(
-        model, gpu_gib):
-    """The figure and the readout tell one story: an engine's curve is at or under its room
-    line up to the readout's longest sequence and above it past that (llama.cpp's curve
-    includes the compute buffer the budget sets aside; vLLM's, the padding layers)."""
-    budget = kvw.model_budget_explorer(model, gpu_gib=gpu_gib)
+@pytest.mark.parametrize("model", kvw._budget_models())
+def test_each_curve_crosses_its_room_line_where_the_readout_says_the_longest_sequence_ends(model):
+    """The figure and the readout tell one story, at every slider extreme (both GPUs at the
+    ends of the slider and one between, every cache type): an engine's curve is at or under its
+    room line up to the readout's longest sequence and above it past that (llama.cpp's curve
+    includes the compute buffer the budget sets aside; vLLM's, the padding layers and the null
+    block). GiB here are bytes / 2^30, exact in a float, so the comparison is exact."""
+    budget = kvw.model_budget_explorer(model)
     rooms = {"llama.cpp": kvw._ROOM, "vllm": kvw._ROOM_VLLM, "ideal": kvw._ROOM}
-    for e in budget.data["report"]["budget"]["engines"]:
-        line = budget.artists["sizes"]["lines"][kvw._ENGINE_LABELS[e["engine"]]].get_ydata()
-        room = budget.artists["sizes"]["hlines"][rooms[e["engine"]]].get_ydata()[0]
-        longest = e["max_tokens"] if e["max_tokens"] is not None else float("inf")
-        for x, y in zip(kvw.BUDGET_LENGTHS, line):
-            assert (y * GIB <= room * GIB + 1) == (x <= longest), (model, e["engine"], x, y, room,
-                                                                     longest)
+    for gpu_gib in (kvw.GPU_GIB[0], 24, kvw.GPU_GIB[-1]):
+        budget.controls["gpu_gib"].value = gpu_gib
+        for kv_type in kvw.BUDGET_KV_TYPES:
+            budget.controls["kv_type"].value = kv_type
+            for n in (kvw.BUDGET_LENGTHS[0], kvw.BUDGET_LENGTHS[-1]):
+                budget.controls["n"].value = n
+                engines = budget.data["report"]["budget"]["engines"]
+                assert {e["kv_type"] for e in engines} == {kv_type}
+                for e in engines:
+                    line = budget.artists["sizes"]["lines"][kvw._ENGINE_LABELS[e["engine"]]]
+                    room = budget.artists["sizes"]["hlines"][rooms[e["engine"]]].get_ydata()[0]
+                    longest = e["max_tokens"] if e["max_tokens"] is not None else float("inf")
+                    if np.isnan(room):  # the weights leave no room: nothing fits
+                        assert longest == 0 and e["sequences"][str(n)] == 0
+                        continue
+                    for x, y in zip(kvw.BUDGET_LENGTHS, line.get_ydata()):
+                        assert (y <= room) == (x <= longest), (gpu_gib, kv_type, e["engine"], x)
+                    assert (e["sequences"][str(n)] >= 1) == (n <= longest)
 
 
 def test_budget_types_gpus_and_n_move_lines_not_axes():

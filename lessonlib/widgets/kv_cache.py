@@ -9,9 +9,8 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
-from ..inspect_model import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
-from ..kv_cache import (GIB, KV_TYPES, gqa_head_map, kv_bytes_per_token, kv_cache_bytes,
-                        llamacpp_compute_reserve, model_shape, vllm_request_bytes,
+from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, gqa_head_map,
+                        kv_bytes_per_token, kv_cache_bytes, model_shape, sequence_bytes,
                         vllm_serve_in_flight_tokens)
 from ..plots import kv_cache as plots
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
@@ -187,23 +186,30 @@ def _uploaded(value):
     return f.get("name", "config.json"), bytes(f["content"]).decode("utf-8", "replace")
 
 
+def _budget_models():
+    """The shipped configs the budget offers: the released models whose weights
+    ``lessonlib.weights`` counts (the tiny test models and the hypothetical hybrid, which has no
+    checkpoint, are left out: without weights there is no room to draw)."""
+    from .. import weights
+    from ..configs import config_names
+    return [c for c in config_names()
+            if not c.startswith("tiny-") and config_dict(c).get("model_type") in weights.MODEL_TYPES]
+
+
 def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type="f16",
                           lengths=BUDGET_LENGTHS):
     """A shipped model, or a pasted or uploaded config.json, against a GPU's memory.
 
-    The figure: what one sequence needs beside the weights against context n (log-log):
-    llama.cpp's cache plus its compute buffer's reserve (``llamacpp_compute_reserve``), vLLM's
-    blocks for one request (``vllm_request_bytes``) and the exact cache; and the room the weights
-    leave on the GPU
-    (``weights.weight_bytes``; vLLM's share too, ``VLLM_GPU_MEMORY_UTILIZATION``, 0.92; its
-    sliding layers keep blocks for vllm serve's tokens in flight). The readout is
-    ``inspect_model``'s: each
-    engine's cache at n, the longest sequence and how many of n tokens fit, the limits the
+    The figure: what one sequence needs beside the weights against context n (log-log), by
+    each engine's rule (``kv_cache.sequence_bytes``: llama.cpp's cache plus its compute buffer's
+    reserve, vLLM's blocks for one request plus its null block, the exact cache), and the room
+    the weights (``weights.weight_bytes``) leave each engine (``kv_cache.cache_room``: vLLM takes
+    0.92 of the GPU). The readout is ``inspect_model``'s, from the same ``kv_cache.gpu_budget``:
+    each engine's cache at n, the longest sequence and how many of n tokens fit, the limits the
     file derives and its warnings. A config that cannot be read names what is wrong there.
     """
     from .. import inspect_model as im
-    from ..configs import config_names
-    names = [c for c in config_names() if not c.startswith("tiny-")]
+    names = _budget_models()
     if model not in names:
         raise ValueError(f"model must be one of {names}, got {model!r}")
     lengths = int_list("lengths", lengths)
@@ -260,31 +266,23 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
             return
         limits.key = key
         every = [y for t in BUDGET_KV_TYPES for y in curves_for(key, cfg, t, 4096).values()]
-        rooms = [(g * GIB * f - weights_bytes) / GIB for g in GPU_GIB
-                 for f in (1.0, VLLM_GPU_MEMORY_UTILIZATION)]
+        rooms = [cache_room(g * GIB, weights_bytes, engine=e) / GIB for g in GPU_GIB
+                 for e in ("llama.cpp", "vllm")]
         plots.fit_log_ylim(ax, every, extra=[r for r in rooms if r > 0], margin=(2.0, 2.0))
 
     limits.key = None
 
     def curves_for(key, cfg, kv_type, in_flight):
-        """Each engine's curve: what it needs beside the weights for one sequence of each
-        length, by the rules the readout's budget uses, so a curve crosses its room line where
-        the readout's longest sequence ends. llama.cpp: the cache plus the compute buffer's
-        reserve; vLLM: one request's blocks, padding layers included, its sliding layers
-        keeping blocks for ``in_flight`` tokens; exact: the cache alone."""
-        need = {
-            "llama.cpp": lambda x: kv_cache_bytes(cfg, x, engine="llama.cpp", kv_type=kv_type)
-            .total_bytes + llamacpp_compute_reserve(cfg, x, LLAMACPP_N_UBATCH),
-            "vllm": lambda x: vllm_request_bytes(cfg, x, kv_type=kv_type,
-                                                 block_size=VLLM_BLOCK_SIZE,
-                                                 max_in_flight_tokens=in_flight),
-            "ideal": lambda x: kv_cache_bytes(cfg, x, engine="ideal", kv_type=kv_type).total_bytes,
-        }
+        """Each engine's curve: ``kv_cache.sequence_bytes`` for one sequence of each length, the
+        rule the readout's ``kv_cache.gpu_budget`` fits against ``cache_room``, so a curve
+        crosses its room line where the readout's longest sequence ends."""
         if (key, kv_type, in_flight) not in cache:
             out = {}
             for engine, label in _ENGINE_LABELS.items():
                 if engine in KV_TYPES[kv_type].engines:
-                    out[label] = [need[engine](x) / GIB for x in lengths]
+                    out[label] = [sequence_bytes(cfg, x, engine=engine, kv_type=kv_type,
+                                                 max_in_flight_tokens=in_flight) / GIB
+                                  for x in lengths]
                 else:
                     out[label] = empty
             cache[(key, kv_type, in_flight)] = out
@@ -304,10 +302,9 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
             plots.update_budget(ax, artists["sizes"], {k: empty for k in labels}, marker_n=n,
                                 room={_ROOM: float("nan"), _ROOM_VLLM: float("nan")})
             return f"cannot read it: {err}", {"error": str(err)}
-        room = gpu - (weights[0] or 0)
-        levels = {_ROOM: room / GIB if room > 0 else float("nan"),
-                  _ROOM_VLLM: (VLLM_GPU_MEMORY_UTILIZATION * gpu - (weights[0] or 0)) / GIB
-                  if VLLM_GPU_MEMORY_UTILIZATION * gpu > (weights[0] or 0) else float("nan")}
+        rooms = {label: cache_room(gpu, weights[0] or 0, engine=engine) / GIB
+                 for label, engine in ((_ROOM, "llama.cpp"), (_ROOM_VLLM, "vllm"))}
+        levels = {label: r if r > 0 else float("nan") for label, r in rooms.items()}
         limits(key, cfg, weights[0] or 0)
         plots.update_budget(ax, artists["sizes"], sizes, marker_n=n, room=levels)
         return _budget_readout(name, rep, n, weights), {"report": rep, "sizes_gib": sizes,
