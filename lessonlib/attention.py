@@ -41,6 +41,33 @@ __all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
 DEFAULT_BLOCK_Q = 256
 DEFAULT_BLOCK_K = 512
 
+# The most entries one array built here may hold: 2^31 (2 GiB as bool, 8 GiB as float32). The
+# course's largest is far below it (8 heads x 8,192^2 scores = 2^29 in benchmarks/attention_cpu.py);
+# past it numpy fails with a MemoryError, or swaps for minutes, before saying which argument.
+_MAX_ENTRIES = 2**31
+
+
+def _count(n):
+    return f"{n:,}" if n < 10**15 else f"{float(n):.3g}"
+
+
+def _size(nbytes):
+    """``nbytes`` for a message: ``931.3 GiB``."""
+    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
+                       ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:,.1f} {unit}" if nbytes < 10**6 * size else f"{nbytes:.3g} bytes"
+    return f"{nbytes} bytes"
+
+
+def _check_entries(subject, entries, itemsize, kind, builder, hint):
+    """ValueError, before anything is allocated, when one array of ``entries`` would pass
+    _MAX_ENTRIES. ``subject`` starts with the arguments that size it (``nq x nk = 10 x 10``)."""
+    if entries > _MAX_ENTRIES:
+        raise ValueError(f"{subject} = {_count(entries)} entries ({_size(entries * itemsize)} as "
+                         f"{kind}) is more than {builder} builds (lessonlib.attention builds at "
+                         f"most 2^31 = {_MAX_ENTRIES:,} entries per array); {hint}")
+
 
 def _check_mask_args(causal, window, sink_tokens):
     if window is not None:
@@ -65,6 +92,8 @@ def attention_mask(nq, nk, *, causal=False, window=None, sink_tokens=0):
     if nq > nk:
         raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
     _check_mask_args(causal, window, sink_tokens)
+    _check_entries(f"nq x nk = {nq:,} x {nk:,}", nq * nk, 1, "bool", "attention_mask",
+                   "ask for the rows you need: the last nq queries (nq = 1 is one query's row)")
     p = np.arange(nk - nq, nk)[:, None]
     j = np.arange(nk)[None, :]
     return _visible(p, j, causal, window, sink_tokens)
@@ -113,6 +142,14 @@ def _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale):
             raise ValueError(f"sink_logits must have one logit per query head, shape ({hq},), "
                              f"got shape {sink_logits.shape}")
         sink_logits = sink_logits.astype(np.float64)
+        dt = _work_dtype(q, k, v)
+        too_big = np.abs(sink_logits) > np.finfo(dt).max  # would be inf in dt, then NaN rows
+        if too_big.any():
+            h = int(np.argmax(too_big))
+            raise ValueError(f"sink_logits[{h}] = {sink_logits[h]:g} does not fit "
+                             f"{np.dtype(dt).name}, the dtype attention is computed in for "
+                             f"these q, k and v (largest {float(np.finfo(dt).max):.3g}); a "
+                             "learned sink is a logit like a score, a few units")
     scale = 1.0 / np.sqrt(d) if scale is None else check.real("scale", scale, above=0.0)
     return AttentionInputs(q, k, v, sink_logits, float(scale), squeeze)
 
@@ -128,6 +165,25 @@ def _check_finite_output(out, a, dt):
                      f"{float(np.finfo(dt).max):.3g}; scale q or k down, or pass float64 arrays")
 
 
+def _check_sinks_leave_the_keys(keys_weight, a, dt):
+    """keys_weight (hq, nq): each row's keys' softmax weights sum(exp(s_j - m)) against
+    m = max(largest score, sink logit). Below the dtype's smallest normal number the sink has
+    swamped every key: the row comes out 0 (or rounding noise) whatever v holds, a result that
+    looks like one. Without a sink, or a sink below the row's largest score, it is >= 1."""
+    tiny = np.finfo(dt).tiny
+    swamped = keys_weight < tiny
+    if not swamped.any():
+        return
+    h, i = (int(x) for x in np.argwhere(swamped)[0])
+    name = np.dtype(dt).name
+    raise ValueError(f"sink_logits[{h}] = {a.sink_logits[h]:g} swamps every key of query head "
+                     f"{h}: at query {i} the keys' weights exp(score - sink) sum to "
+                     f"{float(keys_weight[h, i]):.3g} (the sink's is 1), below {name}'s smallest "
+                     f"normal number {float(tiny):.3g}, so that output row would be 0 (or "
+                     f"rounding noise) whatever v holds; a sink logit may exceed a row's largest "
+                     f"score by at most ln(1 / {float(tiny):.3g}) = {-np.log(tiny):.0f} in {name}")
+
+
 def _work_dtype(*arrays):
     """float64 in, float64 out; everything else is computed in float32."""
     return np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
@@ -138,6 +194,15 @@ def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     """Materialise the full (hq, nq, nk) score matrix S, softmax it into P, return P @ V."""
     a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
     dt = _work_dtype(a.q, a.k, a.v)
+    (hq, nq, d), nk, dv = a.q.shape, a.k.shape[1], a.v.shape[-1]
+    size = np.dtype(dt).itemsize
+    for subject, entries in (
+            (f"q and k: the score matrix hq x nq x nk = {hq:,} x {nq:,} x {nk:,}", hq * nq * nk),
+            (f"q and k: k per query head, hq x nk x d = {hq:,} x {nk:,} x {d:,}", hq * nk * d),
+            (f"q and v: v per query head, hq x nk x dv = {hq:,} x {nk:,} x {dv:,}", hq * nk * dv),
+            (f"q and v: the output hq x nq x dv = {hq:,} x {nq:,} x {dv:,}", hq * nq * dv)):
+        _check_entries(subject, entries, size, np.dtype(dt).name, "naive_attention",
+                       "tiled_attention computes the same one tile at a time")
     kv_of_head = np.arange(a.q.shape[0]) // a.group
     k_h, v_h = a.k[kv_of_head].astype(dt), a.v[kv_of_head].astype(dt)  # (hq, nk, d), a copy
     with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked on the output
@@ -150,10 +215,13 @@ def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
             m = np.maximum(m, a.sink_logits.astype(dt)[:, None, None])
         P = np.exp(S - m)
         denom = P.sum(axis=-1, keepdims=True)
+        keys_weight = denom[..., 0]  # (hq, nq): what is left to the keys (>= 1 without a sink)
         if a.sink_logits is not None:
             denom = denom + np.exp(a.sink_logits.astype(dt)[:, None, None] - m)
         out = np.matmul(P / denom, v_h)
     out = _check_finite_output(out, a, dt)
+    if a.sink_logits is not None:
+        _check_sinks_leave_the_keys(keys_weight, a, dt)
     return out[0] if a.squeeze else out
 
 
@@ -169,9 +237,14 @@ def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_token
     _check_mask_args(causal, window, sink_tokens)
     last = nk if not causal else min(nk, q_hi)  # keys j <= p <= q_hi - 1
     first = 0 if window is None else max(0, q_lo - window + 1)  # p - j < W for some p
-    starts = set(range((first // block_k) * block_k, last, block_k))
+    blocks = range((first // block_k) * block_k, last, block_k)
+    sinks = range(0, min(sink_tokens, last), block_k) if window is not None else range(0)
+    _check_entries(f"nk and block_k: the key blocks to visit ({nk:,} keys in blocks of "
+                   f"{block_k:,})", len(blocks) + len(sinks), 36, "a list of Python ints",
+                   "key_blocks", "raise block_k")
+    starts = set(blocks)
     if window is not None and sink_tokens > 0:  # the sink blocks, always kept
-        starts.update(range(0, min(sink_tokens, last), block_k))
+        starts.update(sinks)
     return sorted(starts)
 
 
@@ -209,6 +282,8 @@ def block_map(n, block, *, causal=True):
     n, block = positive_int("n", n), positive_int("block", block)
     causal = check.flag("causal", causal)
     t = -(-n // block)
+    _check_entries(f"n and block: T x T tiles, T = ceil(n / block) = ceil({n:,} / {block:,}) = "
+                   f"{t:,}", t * t, 1, "int8", "block_map", "raise block")
     codes = np.full((t, t), TILE_SKIPPED, dtype=np.int8)  # 16 KiB at T = 128
     for i, q_lo in enumerate(range(0, n, block)):
         q_hi = min(q_lo + block, n)  # queries q_lo..q_hi-1 sit at positions q_lo..q_hi-1
@@ -224,6 +299,9 @@ def mask_codes(n, window, sink_tokens):
     MASK_WINDOW where the window (or causality alone) shows the key, MASK_SINK where only the
     sink rule does, MASK_HIDDEN where the query cannot see it (``attention_mask`` is False)."""
     n = positive_int("n", n)
+    _check_mask_args(True, window, sink_tokens)
+    _check_entries(f"n x n = {n:,} x {n:,}", n * n, 1, "int8", "mask_codes",
+                   "draw fewer tokens")
     visible = attention_mask(n, n, causal=True, window=window, sink_tokens=sink_tokens)
     in_window = attention_mask(n, n, causal=True, window=window)  # (n, n)
     codes = np.full((n, n), MASK_HIDDEN, dtype=np.int8)
@@ -251,14 +329,16 @@ def _scratch(rows, block_k, dv, dt):
     return buf[start:start + size]
 
 
-def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out, work):
+def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_k, out, work,
+                keys_weight=None):
     """One unit of work: one KV head with its whole query group, over one query block.
 
     q (g, bq, d): the g query heads that read this KV head, rows q_lo..q_lo+bq-1 (positions);
     k (nk, d), v (nk, dv): the KV head; sinks (g,) or None; out (g, bq, dv) is written once;
     work: this thread's flat scratch (_scratch), so that the tile and the P @ V product are
     not allocated (and first touched) per tile: the same numpy calls on the same shapes as with
-    fresh arrays, hence the same bits.
+    fresh arrays, hence the same bits. keys_weight (g, bq), with sinks: receives l * alpha, the
+    keys' share of the denominator against the sink (checked by the caller).
     The shapes of every numpy call here follow from (g, bq, d, nk, dv, block_k) alone.
     """
     g, bq, d = q.shape
@@ -295,7 +375,9 @@ def _tiled_unit(q, k, v, sinks, scale, q_lo, causal, window, sink_tokens, block_
         m_new = np.maximum(m, sink)
         alpha = np.exp(m - m_new)
         acc *= alpha[:, None]
-        l = l * alpha + np.exp(sink - m_new)
+        kept = l * alpha  # the keys' weights against the sink's max (l * alpha + ... as before)
+        keys_weight[...] = kept.reshape(g, bq)
+        l = kept + np.exp(sink - m_new)
     out[...] = (acc / l[:, None]).reshape(g, bq, -1)
 
 
@@ -333,12 +415,20 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
     dt = _work_dtype(a.q, a.k, a.v)
     hq, nq, d = a.q.shape
     hkv, g = a.k.shape[0], a.group
-    nk = a.k.shape[1]
+    nk, dv = a.k.shape[1], a.v.shape[-1]
+    size = np.dtype(dt).itemsize
+    rows, bk = g * min(block_q, nq), min(block_k, nk)
+    _check_entries(f"block_q and block_k: each thread's scratch, (g x block_q) x (dv + block_k) "
+                   f"= ({g:,} x {min(block_q, nq):,}) x ({dv:,} + {bk:,})",
+                   _aligned(rows * dv, size) + rows * bk, size, np.dtype(dt).name,
+                   "tiled_attention", "lower block_q or block_k")
+    _check_entries(f"q and v: the output hq x nq x dv = {hq:,} x {nq:,} x {dv:,}", hq * nq * dv,
+                   size, np.dtype(dt).name, "tiled_attention", "ask for fewer queries or heads")
     qg = a.q.reshape(hkv, g, nq, d)  # query head h = kv * g + i reads KV head kv
     k, v = a.k.astype(dt, copy=False), a.v.astype(dt, copy=False)
     sinks = None if a.sink_logits is None else a.sink_logits.astype(dt).reshape(hkv, g)
-    dv = v.shape[-1]
     out = np.empty((hkv, g, nq, dv), dtype=dt)
+    keys_weight = None if sinks is None else np.empty((hkv, g, nq), dtype=dt)
     offset = nk - nq  # query i sits at position offset + i
 
     # Last query blocks first: under a causal mask they visit the most key blocks, so a pool
@@ -356,7 +446,8 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
         with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked on the output
             _tiled_unit(qg[kv, :, i0:i1], k[kv], v[kv], None if sinks is None else sinks[kv],
                         a.scale, offset + i0, causal, window, sink_tokens, block_k,
-                        out[kv, :, i0:i1], scratch.work)
+                        out[kv, :, i0:i1], scratch.work,
+                        None if sinks is None else keys_weight[kv, :, i0:i1])
 
     workers = min(threads, len(units))
     with _blas_threads(1):  # tiles are small matmuls: our threads, not BLAS's, use the cores
@@ -367,4 +458,6 @@ def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 list(pool.map(run, units))
     out = _check_finite_output(out.reshape(hq, nq, -1), a, dt)
+    if sinks is not None:
+        _check_sinks_leave_the_keys(keys_weight.reshape(hq, nq), a, dt)
     return out[0] if a.squeeze else out

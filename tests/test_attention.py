@@ -361,6 +361,103 @@ def test_finite_inputs_that_overflow_the_scores_say_so(f):
     assert np.isfinite(out).all()  # float64 holds these scores: a result, not an error
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sink_that_swamps_every_key_is_an_error_not_zeros(dtype):
+    """Issue 31: sink logits of 1e308 (finite) made naive and tiled attention return zeros: the
+    sink's exp took all the weight and every key's exp(score - sink) underflowed to 0. Now both
+    refuse it with the same message, naming sink_logits, the head and the query."""
+    rng = np.random.default_rng(31)
+    q, k, v = (rand(rng, 2, 4, 8, dtype=dtype) for _ in range(3))
+    messages = set()
+    for f in (naive_attention, tiled_attention):
+        with pytest.raises(ValueError) as err:
+            f(q, k, v, causal=True, sink_logits=np.array([0.0, 1e30]))
+        message = str(err.value)
+        assert message.startswith(f"sink_logits[1] = 1e+30 swamps every key of query head 1: at "
+                                  f"query 0 the keys' weights exp(score - sink) sum to 0 (the "
+                                  f"sink's is 1), below {np.dtype(dtype).name}'s smallest normal")
+        assert "output row would be 0" in message
+        messages.add(message)
+    assert len(messages) == 1
+    # a sink that takes nearly all the weight, but leaves the keys a normal number, is a result
+    for f in (naive_attention, tiled_attention):
+        out = f(q, k, v, causal=True, sink_logits=np.array([0.0, 60.0]))
+        np.testing.assert_allclose(out, reference(q, k, v, causal=True, sink_logits=[0.0, 60.0]),
+                                   rtol=1e-4, atol=1e-30)
+        assert np.abs(out[1]).max() > 0
+
+
+def test_the_probe_sink_of_1e308_names_sink_logits():
+    """The user's probe, in both working dtypes: float64 underflows, float32 cannot hold it."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 4, 8)) for _ in range(3))
+    sinks = np.array([1e308, 1e308])
+    for f in (naive_attention, tiled_attention):
+        with pytest.raises(ValueError, match=r"^sink_logits\[0\] = 1e\+308 swamps every key of "
+                                             r"query head 0: .* below float64's smallest normal "
+                                             r"number 2.23e-308"):
+            f(q, k, v, sink_logits=sinks)
+        with pytest.raises(ValueError, match=r"^sink_logits\[0\] = 1e\+308 does not fit "
+                                             r"float32, the dtype attention is computed in"):
+            f(*(x.astype(np.float32) for x in (q, k, v)), sink_logits=sinks)
+
+
+def _zeros_view(*shape):
+    """A read-only all-zero float32 array of any shape that takes no memory."""
+    return np.broadcast_to(np.float32(0), shape)
+
+
+def test_absurd_sizes_are_refused_before_anything_is_allocated():
+    """Issue 31: attention_mask(10**6, 10**6) ended in numpy's MemoryError (931 GiB of bool)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as err:
+            attention_mask(10**6, 10**6)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == (
+        "nq x nk = 1,000,000 x 1,000,000 = 1,000,000,000,000 entries (931.3 GiB as bool) is "
+        "more than attention_mask builds (lessonlib.attention builds at most 2^31 = "
+        "2,147,483,648 entries per array); ask for the rows you need: the last nq queries "
+        "(nq = 1 is one query's row)")
+    assert peak < 2**20
+    assert attention_mask(1, 10**6, causal=True).shape == (1, 10**6)  # one query's row is fine
+    x = _zeros_view(1, 50_000, 1)  # a score matrix of 2.5e9 entries from 200 KB of inputs
+    with pytest.raises(ValueError, match=r"^q and k: the score matrix hq x nq x nk = 1 x 50,000 "
+                                         r"x 50,000 = 2,500,000,000 entries \(9.3 GiB as "
+                                         r"float32\) is more than naive_attention builds .*; "
+                                         r"tiled_attention computes the same"):
+        naive_attention(x, x, x)
+    with pytest.raises(ValueError, match=r"^block_q and block_k: each thread's scratch, .* = "
+                                         r"\(1 x 50,000\) x \(1 \+ 50,000\) = .* lower block_q "
+                                         r"or block_k$"):
+        tiled_attention(x, x, x, block_q=50_000, block_k=50_000)
+    q, k, v = _zeros_view(2048, 2048, 1), _zeros_view(1, 2048, 1), _zeros_view(1, 2048, 2048)
+    for f in (naive_attention, tiled_attention):  # an output bigger than every input
+        with pytest.raises(ValueError, match=r"^q and (k|v): .* hq x (nq|nk) x (nk|d|dv) ="):
+            f(q, k, v)
+    with pytest.raises(ValueError, match=r"^q and v: the output hq x nq x dv = 2,048 x 2,048 x "
+                                         r"2,048 = 8,589,934,592 entries \(32.0 GiB"):
+        tiled_attention(q, k, v)
+    with pytest.raises(ValueError, match=r"^nk and block_k: the key blocks to visit "
+                                         r"\(1,000,000,000,000 keys in blocks of 1\)"):
+        key_blocks(0, 1, 10**12, 1)
+    assert key_blocks(0, 1, 10**12, 1, causal=True) == [0]  # causal: one block to visit
+    with pytest.raises(ValueError, match=r"^n and block: T x T tiles, T = ceil\(n / block\)"):
+        block_map(10**7, 32)
+    with pytest.raises(ValueError, match=r"^n x n = 100,000 x 100,000 = 10,000,000,000 entries "
+                                         r"\(9.3 GiB as int8\) is more than mask_codes builds"):
+        mask_codes(10**5, 8, 2)
+
+
+def test_the_size_limit_is_the_entries_of_one_array():
+    A._check_entries("n", A._MAX_ENTRIES, 8, "float64", "f", "")  # at the limit: allowed
+    with pytest.raises(ValueError, match=r"^n = 2,147,483,649 entries \(16.0 GiB as float64\)"):
+        A._check_entries("n", A._MAX_ENTRIES + 1, 8, "float64", "f", "")
+    assert A._MAX_ENTRIES == 2**31
+
+
 @pytest.mark.parametrize("kw, match", [(dict(block_k=0), "block_k"), (dict(block_k=2.5), "block_k"),
                                        (dict(window=0), "window"), (dict(window=-3), "window"),
                                        (dict(causal="no"), "causal"), (dict(nk=0), "nk")])
@@ -457,13 +554,16 @@ _Q, _K, _V = rand(_rng, 4, 5, 8), rand(_rng, 2, 9, 8), rand(_rng, 2, 9, 3)
 _MASK = dict(causal=flags(), window=ints(minimum=1, none_ok=True), sink_tokens=ints(minimum=0))
 _QKV = dict(q=arrays_with(_Q, ranks=(2, 3)), k=arrays_with(_K, ranks=(2, 3)),
             v=arrays_with(_V, ranks=(2, 3)),
-            sink_logits=arrays_with(np.zeros(4), kind="real", none_ok=True) | st.just(np.zeros(3)),
+            sink_logits=arrays_with(np.zeros(4), kind="real", none_ok=True) | st.sampled_from(
+                [np.zeros(3), np.array([0.0, 1e308, 0.0, 0.0]),  # past float32
+                 np.array([0.0, 0.0, 200.0, 0.0])]),  # swamps every key in float32
             scale=reals(above=0.0, none_ok=True), **_MASK)
 _ATTN_KW = dict(causal=True, window=4, sink_tokens=1, sink_logits=np.array([0.5, 0.0, 1.0, -1.0]))
 
 BAD_INPUTS = [
     Case(attention_mask, args=(5, 9), kwargs=dict(causal=True, window=3),
-         bad=dict(nq=ints(minimum=1) | st.just(10), nk=ints(minimum=1), **_MASK)),
+         bad=dict(nq=ints(minimum=1) | st.just(10), nk=ints(minimum=1) | st.just(10**12),
+                  **_MASK)),
     Case(naive_attention, args=(_Q, _K, _V), kwargs=_ATTN_KW, bad=_QKV),
     Case(tiled_attention, args=(_Q, _K, _V), kwargs=dict(_ATTN_KW, block_q=2, block_k=3),
          bad=dict(_QKV, block_q=ints(minimum=1), block_k=ints(minimum=1),
@@ -472,9 +572,9 @@ BAD_INPUTS = [
          bad=dict(q_lo=ints(minimum=0), q_hi=ints(minimum=3), nk=ints(minimum=1),
                   block_k=ints(minimum=1), **_MASK)),
     Case(block_map, args=(100, 32), kwargs=dict(causal=True),
-         bad=dict(n=ints(minimum=1), block=ints(minimum=1), causal=flags())),
+         bad=dict(n=ints(minimum=1) | st.just(10**7), block=ints(minimum=1), causal=flags())),
     Case(mask_codes, args=(32, 8, 2),
-         bad=dict(n=ints(minimum=1), window=ints(minimum=1, none_ok=True),
+         bad=dict(n=ints(minimum=1) | st.just(10**5), window=ints(minimum=1, none_ok=True),
                   sink_tokens=ints(minimum=0))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)

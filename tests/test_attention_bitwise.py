@@ -82,6 +82,8 @@ SHAPES = [
     (4, 4, 300, 300, 16, 24, 32, 48, dict(causal=True, window=70, sink_tokens=5)),
     (4, 2, 257, 400, 16, 16, 48, 64, dict(causal=True, window=33)),
     (4, 4, 90, 90, 8, 8, 16, 16, dict(causal=True, sink_logits=np.array([0.5, -1., 2., 0.]))),
+    # sinks that take almost all the weight, short of swamping the keys (issue 31's refusal)
+    (4, 2, 90, 90, 8, 8, 16, 16, dict(causal=True, sink_logits=np.array([60., -30., 70., 5.]))),
     (2, 1, 129, 129, 16, 16, 32, 32, dict(causal=True, window=40, sink_tokens=2)),
     (2, 2, 200, 200, 16, 16, 64, 64, dict(causal=True, scale=0.3)),
     (4, 2, 37, 45, 7, 5, 5, 3, dict(causal=True, window=9, sink_tokens=2)),  # odd: unaligned
