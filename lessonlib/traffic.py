@@ -23,11 +23,10 @@ from .attention import key_blocks
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
            "FlashIO", "flash_hbm_accesses", "score_matrix_table", "score_slice_bytes",
            "ScoreMatrixRow", "long_context_cost", "CostRow", "crossover_length",
-           "LLAMA3_8B_PARAMS", "GIB", "MIB"]
+           "GIB", "MIB"]
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-LLAMA3_8B_PARAMS = 8.03e9  # Llama 3 8B's parameter count P (config.json does not hold it)
 
 
 @dataclass(frozen=True)
@@ -226,8 +225,9 @@ def crossover_length(params, *, layers, q_dim, causal=True):
     ``long_context_cost``'s two terms, weights 2 P n and causal attention 2 n^2 q_dim L, meet at
     n = P / (q_dim L); without the mask attention is 4 n^2 q_dim L and they meet at half that.
     A model's shape gives the arguments: ``s = kv_cache.model_shape(cfg)``, then
-    ``layers=s.layers, q_dim=s.q_dim``. Llama 3 8B (``LLAMA3_8B_PARAMS``, 32 layers, q_dim
-    4,096): 61,264 tokens. A float: the crossover need not be a whole token count.
+    ``layers=s.layers, q_dim=s.q_dim``, and ``params`` from ``weights.weight_bytes(cfg).params``.
+    Llama 3.1 8B (8,030,261,248 parameters, 32 layers, q_dim 4,096): 61,266 tokens. A float:
+    the crossover need not be a whole token count.
     """
     params = check.real("params", params, above=0)
     layers, q_dim = positive_int("layers", layers), positive_int("q_dim", q_dim)

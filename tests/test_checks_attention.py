@@ -65,9 +65,13 @@ def test_unfused_scores_mib_catches_the_gqa_trap():
 
 
 def test_attention_share_mistakes():
-    n, p, L, q = 65536, 8.03e9, 32, 4096
+    n, p, L, q = 65536, 8_030_261_248, 32, 4096  # N_param as notebook 01 counts and states it
+    assert checks.QUESTIONS["attention_share"]["params"] == p
     w, a = 2 * p * n, 2 * n * n * q * L
     assert checks.attention_share(a / (w + a)).ok is True
+    rounded = 2 * 8.03e9 * n  # the published, rounded count gives the same 3 digits
+    assert checks.attention_share(a / (rounded + a)).ok is True
+    assert f"{a / (w + a):.3g}" == f"{a / (rounded + a):.3g}" == "0.517"
     assert checks.attention_share(round(a / (w + a), 3)).ok is True  # 0.517 is fine
     assert_wrong(checks.attention_share(2 * a / (w + 2 * a)), "causal")
     assert_wrong(checks.attention_share(100 * a / (w + a)), "percentage")

@@ -28,7 +28,8 @@ def test_the_exercise_shape_is_llama_3_2_1b_counted_from_its_config():
     per_layer = h * q + 2 * h * kv + q * h + 3 * h * cfg["intermediate_size"] + 2 * h
     assert cfg["tie_word_embeddings"] is True  # one vocab x hidden matrix, not two
     count = cfg["vocab_size"] * h + layers * per_layer + h
-    assert count == N_PARAM == checks.LLAMA32_1B_PARAMS
+    assert count == N_PARAM == checks.LLAMA32_1B_PARAMS  # the check's, from weights.weight_bytes
+    assert checks.WORKED["params"] == 8_030_261_248  # the 8B's, counted the same way
     assert (layers, q) == (L, Q)
     for name in ("crossover_tokens", "prompt_cost_ratio"):
         assert checks.QUESTIONS[name]["config"] == "Llama-3.2-1B"
@@ -46,7 +47,7 @@ def test_the_notebook_states_the_shape_the_checks_use():
 
 
 def test_the_answers_are_not_the_worked_examples():
-    """The notebook works Llama 3.1 8B (crossover 61,264, 94.2x); the exercises' 1B shape gives
+    """The notebook works Llama 3.1 8B (crossover 61,266, 94.2x); the exercises' 1B shape gives
     other answers, which the notebook never prints (tests/test_notebooks.py looks)."""
     assert SOLUTIONS["crossover_tokens"] == pytest.approx(N_PARAM / (Q * L))
     assert round(SOLUTIONS["crossover_tokens"]) == 37714
@@ -61,7 +62,7 @@ def test_the_answers_are_not_the_worked_examples():
     (N_PARAM / Q, "every one of the 16 layers"),
     (N_PARAM / (512 * L), "every query head"),      # KV dim 8 x 64 instead of q_dim
     (math.sqrt(N_PARAM / (Q * L)), "not a square root"),
-    (8.03e9 / (4096 * 32), "worked Llama 3.1 8B"),  # the notebook's worked shape, 61,264
+    (8_030_261_248 / (4096 * 32), "worked Llama 3.1 8B"),  # the notebook's worked 61,266
     (1e5, "solve for n"),
 ])
 def test_crossover_hints(answer, hint):

@@ -2,9 +2,14 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import attention_mask
-from lessonlib.traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, flash_hbm_accesses,
+from lessonlib.configs import load_config
+from lessonlib.traffic import (GIB, MIB, crossover_length, flash_hbm_accesses,
                                long_context_cost, naive_traffic, score_matrix_table,
                                score_slice_bytes, tiled_traffic, traffic_ratio_table)
+from lessonlib.weights import weight_bytes
+
+# Llama 3.1 8B's N_param as notebooks 01 and 09 take it: counted from its config.json.
+LLAMA_PARAMS = weight_bytes(load_config("Llama-3.1-8B")).params
 
 
 def test_tile_walk_exact_counts():
@@ -57,23 +62,24 @@ def test_score_matrix_table():
 
 
 def test_long_context_cost_table():
-    rows = long_context_cost([4096, 32768, 131072], params=8.03e9, layers=32, q_dim=4096,
+    rows = long_context_cost([4096, 32768, 131072], params=LLAMA_PARAMS, layers=32, q_dim=4096,
                              kv_bytes_per_token=131072)
-    assert [round(r.weight_flops / 1e12, 1) for r in rows] == [65.8, 526.3, 2105.0]
+    assert [round(r.weight_flops / 1e12, 1) for r in rows] == [65.8, 526.3, 2105.1]
     assert [round(r.attention_flops / 1e12, 1) for r in rows] == [4.4, 281.5, 4503.6]
     assert [round(100 * r.attention_share) for r in rows] == [6, 35, 68]
     assert [round(r.kv_bytes / GIB, 1) for r in rows] == [0.5, 4.0, 16.0]
     assert round(rows[0].total_flops / 1e12, 1) == 70.2
-    assert round(rows[2].total_flops / 1e12, 1) == 6608.6
+    assert round(rows[2].total_flops / 1e12, 1) == 6608.7
     assert round(rows[2].total_flops / rows[0].total_flops) == 94
     # causal halves the attention FLOPs of 4 n^2 d per layer
-    dense = long_context_cost([4096], params=8.03e9, layers=32, q_dim=4096,
+    dense = long_context_cost([4096], params=LLAMA_PARAMS, layers=32, q_dim=4096,
                               kv_bytes_per_token=131072, causal=False)[0]
     assert dense.attention_flops == 2 * rows[0].attention_flops == 4 * 4096 ** 2 * 4096 * 32
 
 
 @pytest.mark.parametrize("params, layers, q_dim, tokens", [
-    (8.03e9, 32, 4096, 61264.0380859375),  # Llama 3 8B, notebooks 01 and 09: 61,264
+    (8_030_261_248, 32, 4096, 61266.03125),  # Llama 3.1 8B, notebooks 01 and 09: 61,266
+    (8.03e9, 32, 4096, 61264.0380859375),  # its published, rounded 8.03e9: 61,264
     (1_235_814_400, 16, 2048, 37714.0625),  # Llama 3.2 1B, notebook 09's exercise: 37,714
     (7.6e9, 28, 3584, 75733.41836734694),  # Qwen2.5-7B: 28 heads x 128 = 3,584
 ])
@@ -87,12 +93,12 @@ def test_crossover_length_is_p_over_q_dim_l(params, layers, q_dim, tokens):
 @pytest.mark.parametrize("causal", [True, False])
 def test_crossover_length_is_where_long_context_cost_terms_meet(causal):
     """The definition: at n the weights' FLOPs equal attention's (below, weights cost more)."""
-    n = crossover_length(LLAMA3_8B_PARAMS, layers=32, q_dim=4096, causal=causal)
-    at, before = long_context_cost([round(n), round(n) - 2000], params=LLAMA3_8B_PARAMS,
+    n = crossover_length(LLAMA_PARAMS, layers=32, q_dim=4096, causal=causal)
+    at, before = long_context_cost([round(n), round(n) - 2000], params=LLAMA_PARAMS,
                                    layers=32, q_dim=4096, kv_bytes_per_token=1, causal=causal)
     assert at.attention_flops == pytest.approx(at.weight_flops, rel=1e-4)
     assert before.attention_flops < before.weight_flops
-    assert LLAMA3_8B_PARAMS == 8.03e9  # the count notebooks 01 and 09 print
+    assert LLAMA_PARAMS == 8_030_261_248  # the count notebooks 01 and 09 print
 
 
 @pytest.mark.parametrize("call, match", [

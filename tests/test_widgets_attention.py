@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import TILE_FULL, TILE_SKIPPED, block_map
+from lessonlib.configs import load_config
 from lessonlib.softmax import online_attention_row, online_attention_trace, sink_share
 from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,
                                score_matrix_table, tiled_traffic)
+from lessonlib.weights import weight_bytes
 from lessonlib.widgets import attention as W
+
+LLAMA_PARAMS = weight_bytes(load_config("Llama-3.1-8B")).params  # 8,030,261,248: the default
 
 
 # ------------------------------------------------------------------ notebook 01
@@ -34,10 +38,12 @@ def test_memory_explorer_follows_n_and_heads():
     rows = score_matrix_table(lengths, heads=64, layers=32)
     np.testing.assert_allclose(w.artists["memory"]["lines"]["S, whole prompt"].get_ydata(),
                                [r.layer_bytes / GIB for r in rows])
-    costs = long_context_cost(lengths, params=8.03e9, layers=32, q_dim=64 * 128,
+    costs = long_context_cost(lengths, params=LLAMA_PARAMS, layers=32, q_dim=64 * 128,
                               kv_bytes_per_token=131072)
     np.testing.assert_allclose(w.artists["flops"]["lines"]["attention (causal)"].get_ydata(),
                                [c.attention_flops / 1e12 for c in costs])
+    np.testing.assert_allclose(w.artists["flops"]["lines"]["weights"].get_ydata(),
+                               [c.weight_flops / 1e12 for c in costs])  # N_param counted
     np.testing.assert_allclose(w.artists["memory"]["lines"]["KV cache (F16)"].get_ydata(),
                                [c.kv_bytes / GIB for c in costs])  # KV heads unchanged
     assert "4,096.00 GiB" in w.readout and "q_dim = 8,192" in w.readout
@@ -48,9 +54,12 @@ def test_memory_explorer_crossover_is_where_attention_equals_weights():
     w = W.memory_explorer()
     text = w.readout.split("n = params / (q_dim x layers) = ")[1]
     n_cross = float(text.replace(",", ""))
-    row = long_context_cost([round(n_cross)], params=8.03e9, layers=32, q_dim=4096,
+    row = long_context_cost([round(n_cross)], params=LLAMA_PARAMS, layers=32, q_dim=4096,
                             kv_bytes_per_token=131072)[0]
     assert row.attention_share == pytest.approx(0.5, abs=1e-4)
+    assert "= 61,266" in w.readout  # 8,030,261,248 / (4,096 x 32), notebook 01's readout
+    given = W.memory_explorer(params=8.03e9)  # a count given is used as it is
+    assert "= 61,264" in given.readout
 
 
 def test_memory_explorer_rejects_a_length_off_the_slider():
@@ -418,7 +427,7 @@ from hypothesis import strategies as st  # noqa: E402
 BAD_INPUTS = [
     Case(W.memory_explorer, kwargs=dict(n=4096, lengths=(2048, 4096)),
          bad=dict(config=st.sampled_from(["Llama-9", 3, None, ["Llama-3.1-8B"]]),
-                  params=reals(above=0.0), n=ints(minimum=1) | st.just(8192),
+                  params=reals(above=0.0, none_ok=True), n=ints(minimum=1) | st.just(8192),
                   heads=ints(minimum=4, maximum=128, none_ok=True),
                   n_ubatch=ints(minimum=1), lengths=st.sampled_from([(), "4096", (4096.0,),
                                                                      (0, 4096), None])),

@@ -7,39 +7,41 @@ from lessonlib.configs import load_config
 from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from lessonlib.needles import EdgeHeavyModel, run_needle_grid
 from lessonlib.traffic import long_context_cost
+from lessonlib.weights import weight_bytes
 from lessonlib.widgets import long_context as lc
 
 LENGTHS = list(lc.DEFAULT_LENGTHS)
 LLAMA = load_config("Llama-3.1-8B")
+N_PARAM = weight_bytes(LLAMA).params  # 8,030,261,248: notebook 09's N_param
 
 
 def cost(n):
-    return long_context_cost([n], params=8.03e9, layers=32, q_dim=4096,
+    return long_context_cost([n], params=N_PARAM, layers=32, q_dim=4096,
                              kv_bytes_per_token=kv_bytes_per_token(LLAMA))[0]
 
 
 @pytest.fixture
 def w():
-    explorer = lc.cost_explorer(params=8.03e9)  # notebook 09's call: the published figure
+    explorer = lc.cost_explorer(params=N_PARAM)  # notebook 09's call
     yield explorer
     plt.close(explorer.fig)
 
 
 def test_initial_readout_is_example_16_at_128k(w):
     c = cost(131072)
-    assert f"weights {c.weight_flops / 1e12:,.1f} TFLOP" in w.readout            # 2,105.0
+    assert f"weights {c.weight_flops / 1e12:,.1f} TFLOP" in w.readout            # 2,105.1
     assert f"attention {c.attention_flops / 1e12:,.1f} TFLOP" in w.readout        # 4,503.6
     assert f"attention is {100 * c.attention_share:.1f}%" in w.readout            # 68.1%
-    assert "61,264" not in w.readout  # the crossover never changes: the notebook's text says it
+    assert "61,266" not in w.readout  # the crossover never changes: the notebook's text says it
     assert f"Llama-3.1-8B {c.kv_bytes / GIB:.2f} GiB" in w.readout                # 16.00
     gemma = kv_cache_bytes(load_config("Gemma-3-27B"), 131072).total_gib          # 10.61
     assert f"Gemma-3-27B {gemma:.2f} GiB" in w.readout
-    assert f"{c.kv_bytes / 8.03e9:.2f} x its weights in 8 bits" in w.readout
+    assert f"{c.kv_bytes / N_PARAM:.2f} x its weights in 8 bits" in w.readout
 
 
 def test_flop_curves_are_long_context_cost(w):
     lines = w.artists["flops"]["lines"]
-    costs = long_context_cost(LENGTHS, params=8.03e9, layers=32, q_dim=4096,
+    costs = long_context_cost(LENGTHS, params=N_PARAM, layers=32, q_dim=4096,
                               kv_bytes_per_token=131072)
     np.testing.assert_allclose(lines["weights: 2 N_param n"].get_ydata(),
                                [c.weight_flops / 1e12 for c in costs])
@@ -131,7 +133,7 @@ def test_the_kv_axis_holds_every_number_format_with_a_margin_of_2_5(w):
     """plots.fit_log_ylim over every format's curves and the weights' level, margin 2.5 both
     ways: the limits notebook 09's committed pictures were drawn with."""
     ylim = w.axes[1].get_ylim()
-    ys = [8.03e9 / GIB]  # the weights in 8 bits, the dashed level
+    ys = [N_PARAM / GIB]  # the weights in 8 bits, the dashed level
     for b in (4, 2, 1):
         w.controls["dtype_bytes"].value = b
         ys += [y for ln in w.artists["kv"]["lines"].values() for y in ln.get_ydata()]

@@ -13,7 +13,8 @@ from ..configs import load_config
 from ..kv_cache import kv_bytes_per_token, model_shape
 from ..needles import (DEFAULT_NEEDLE, DEFAULT_QUESTION, QUESTION_SEPARATOR, EdgeHeavyModel,
                        lesson_filler, needle_index, run_needle_grid)
-from ..traffic import LLAMA3_8B_PARAMS, crossover_length, long_context_cost
+from ..traffic import crossover_length, long_context_cost
+from ..weights import weight_bytes
 from . import SIGNIFICANT_DIGITS, _run, _scalar, _short, call, check_number, correct, wrong
 from ._preamble import preamble
 
@@ -22,11 +23,13 @@ __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found
 
 # The cost exercises use Llama 3.2 1B's shape, not the notebook's worked Llama 3.1 8B: the
 # notebook prints the 8B's crossover and cost ratio, so those would be answers given away.
-# 1,235,814,400 parameters: its config.json's shape with the embedding shared by the output
-# layer (tie_word_embeddings), as tests/test_checks_long_context.py counts them.
-LLAMA32_1B_PARAMS = 1_235_814_400
+# Both parameter counts come from the shipped config.json files (weights.weight_bytes): the 1B's
+# 1,235,814,400 share the embedding with the output layer (tie_word_embeddings); the 8B's
+# 8,030,261,248 are the count notebook 09 prints.
+LLAMA32_1B_PARAMS = weight_bytes(load_config("Llama-3.2-1B")).params
 
-WORKED = dict(config="Llama-3.1-8B", params=LLAMA3_8B_PARAMS)  # the notebook's worked shape
+WORKED = dict(config="Llama-3.1-8B",  # the notebook's worked shape
+              params=weight_bytes(load_config("Llama-3.1-8B")).params)
 
 QUESTIONS = {
     "crossover_tokens": dict(config="Llama-3.2-1B", params=LLAMA32_1B_PARAMS),

@@ -23,13 +23,14 @@ from ..kv_cache import kv_bytes_per_token, model_shape
 from ..plots import FIGURE_WIDTH
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace, sink_share
-from ..traffic import (GIB, LLAMA3_8B_PARAMS, MIB, crossover_length, long_context_cost,
+from ..traffic import (GIB, MIB, crossover_length, long_context_cost,
                        naive_traffic, score_matrix_table, score_slice_bytes, tiled_traffic)
+from ..weights import weight_bytes
 from ._base import (Explorer, checkbox, config_dict, freeze_layout, int_list, new_figure,
                     option, slider_int, slider_layout, slider_real)
 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer",
-           "EXAMPLE_SCORES", "EXAMPLE_VALUES", "LLAMA3_8B_PARAMS", "FIGURE_WIDTH",
+           "EXAMPLE_SCORES", "EXAMPLE_VALUES", "FIGURE_WIDTH",
            "READOUT_WIDTH"]
 
 READOUT_WIDTH = 100  # characters: one line of the readout, laptop (~109) and presenter (~112)
@@ -80,18 +81,19 @@ def _memory_readout(n, heads, cfg, row, cost):
     ])
 
 
-def memory_explorer(config="Llama-3.1-8B", *, params=LLAMA3_8B_PARAMS, n=32768, heads=None,
+def memory_explorer(config="Llama-3.1-8B", *, params=None, n=32768, heads=None,
                     n_ubatch=512, lengths=tuple(2 ** k for k in range(10, 18))):
     """Sliders for context length n and query heads redraw memory (GiB) and FLOP curves.
 
     The model shape (layers, head dim, KV bytes per token) comes from ``config`` (a name for
-    ``load_config`` or a dict); ``params`` is the parameter count (config.json does not hold
-    it). The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
+    ``load_config`` or a dict); ``params``, the parameter count N_param, is counted from it as
+    the published checkpoint stores it (``weights.weight_bytes``) unless given. The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
     the score matrix and attention FLOPs scale with it, the weights and the KV cache do not.
     """
     c = config_dict(config)
     kv_bytes = kv_bytes_per_token(c)  # validates the config's shape keys
     shape = model_shape(c)
+    params = weight_bytes(c).params if params is None else params
     cfg = dict(shape=shape, params=check.real("params", params, above=0.0),
                n_ubatch=check.integer("n_ubatch", n_ubatch, minimum=1), kv_bytes=kv_bytes)
     lengths = int_list("lengths", lengths)

@@ -15,10 +15,11 @@ from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from ..plots import FIGURE_WIDTH
 from ..plots import kv_cache as plots
 from ..plots.long_context import draw_needle_heatmap
-from ..traffic import LLAMA3_8B_PARAMS, long_context_cost
+from ..traffic import long_context_cost
+from ..weights import weight_bytes
 from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
 
-__all__ = ["cost_explorer", "needle_heatmap", "LLAMA3_8B_PARAMS", "KV_DTYPES"]
+__all__ = ["cost_explorer", "needle_heatmap", "KV_DTYPES"]
 
 KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
@@ -43,14 +44,13 @@ def cost_explorer(config="Llama-3.1-8B", *, params=None, n=131072,
     (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'
     configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
     the weights of ``config`` in 8 bits. ``params`` (N_param) is counted from the config as the
-    published checkpoint stores it (``weights.weight_bytes``) unless given: notebooks 01 and 09
-    give Llama 3.1 8B's published 8.03e9 (``LLAMA3_8B_PARAMS``).
+    published checkpoint stores it (``weights.weight_bytes``) unless given: Llama 3.1 8B's
+    8,030,261,248, the count notebooks 01 and 09 print.
     """
     cfg = config_dict(check.text("config", config))  # a name: the readout and legend say it
     kv_bytes_per_token(cfg)  # validates the shape keys
     shape = model_shape(cfg)
     if params is None:
-        from ..weights import weight_bytes
         params = float(weight_bytes(cfg).params)
     params = check.real("params", params, above=0.0)
     lengths = int_list("lengths", lengths)
