@@ -65,6 +65,13 @@ _TYPE_ALIASES = {"su": "longrope"}  # Phi-3's first releases called longrope "su
 _REQUIRED = object()
 _MAX_HEAD_DIM = 1 << 16  # a sanity bound: real heads are <= 512 wide; beyond this a config is corrupt
 _MAX_POSITIONS = 1 << 53  # float64 holds every integer up to 2^53: past it positions are not distinct
+# The most entries one cos or sin table may hold: 2^31 (8 GiB of float32). The course's largest is
+# 131,072 positions x 64 pairs = 2^23 (benchmarks/rope_tables.py); past the limit numpy fails with
+# a MemoryError (or swaps for minutes) before saying which argument.
+_MAX_TABLE_ENTRIES = 1 << 31
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)  # 1.2e-38, float32's smallest normal number
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # 3.4e38
+_LAYER_TYPES = ("full_attention", "sliding_attention")  # every config has these two names
 
 # The keys each rope type reads, beyond these common ones: HF 5.23's _validate_<type>_rope_parameters
 # (required and optional keys; _check_received_keys adds partial_rotary_factor and the legacy type).
@@ -114,6 +121,27 @@ def _rotary(name, value, minimum=2):
     if r % 2:
         raise ValueError(f"{name} must be even (dims pair up), got {r}")
     return r
+
+
+def _size(nbytes):
+    """``nbytes`` for a message: ``232.8 TiB``."""
+    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
+                       ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:,.1f} {unit}" if nbytes < 10**6 * size else f"{nbytes:.3g} bytes"
+    return f"{nbytes} bytes"
+
+
+def _check_table(n, pairs, verb="builds"):
+    """ValueError naming n_positions, before anything is allocated, when an (n, pairs) table
+    would pass _MAX_TABLE_ENTRIES."""
+    entries = n * pairs
+    if entries > _MAX_TABLE_ENTRIES:
+        raise ValueError(f"n_positions x r/2 = {n:,} x {pairs:,} = {entries:,} entries "
+                         f"({_size(4 * entries)} as float32, for each of cos and sin) is more "
+                         f"than lessonlib.rope {verb} in one table (at most 2^31 = "
+                         f"{_MAX_TABLE_ENTRIES:,} entries); a table needs the positions served "
+                         "and no more (vLLM builds max_model_len rows)")
 
 
 def _require_dict(config):
@@ -174,6 +202,21 @@ def _is_nested(rope_dict):
     return bool(rope_dict) and all(v is None or isinstance(v, dict) for v in rope_dict.values())
 
 
+def _check_flat_layer_type(config, layer_type):
+    """A config without per-layer rope_parameters has one rope for every layer, so any of its
+    layer types reads it: 'full_attention', 'sliding_attention' or an entry of its layer_types.
+    Another name (a typo) was read as that rope, silently."""
+    known = list(_LAYER_TYPES)
+    for where in (config, config.get("text_config")):
+        listed = where.get("layer_types") if isinstance(where, dict) else None
+        if isinstance(listed, (list, tuple)):
+            known += [t for t in listed if isinstance(t, str) and t not in known]
+    if layer_type not in known:
+        raise ValueError(f"layer_type {layer_type!r} is not a layer type of this config: it has "
+                         "no per-layer rope_parameters, so one rope serves every layer, and "
+                         f"layer_type may be None or one of {', '.join(map(repr, known))}")
+
+
 def _rope_section(config, layer_type):
     """(parameters dict, name for messages) of the layer type's rope, from either layout."""
     _require_dict(config)
@@ -197,6 +240,8 @@ def _rope_section(config, layer_type):
         if table[layer] is None:
             raise ValueError(f"{key}.{layer} is null: that layer type has no RoPE")
         return dict(table[layer]), f"{key}.{layer}"
+    if layer_type is not None:
+        _check_flat_layer_type(config, layer_type)
     if layer_type == "sliding_attention" and config.get("rope_local_base_freq") is not None:
         # Gemma 3 (transformers 4 layout): local layers use their own base and no scaling.
         return {"rope_type": "default", "rope_theta": config["rope_local_base_freq"]}, "rope_local_base_freq"
@@ -506,7 +551,7 @@ def _read_yarn(b, r, p):
         s = l_max / L0
     if s < 1:
         raise ValueError(f"{p.where}.factor must be >= 1, got {s}")
-    attention_factor = p.real("attention_factor", default=None, minimum=0.0)
+    attention_factor = p.real("attention_factor", default=None, above=0.0)  # 0 zeroes the table
     mscale = p.real("mscale", default=None)
     mscale_all_dim = p.real("mscale_all_dim", default=None)
     if attention_factor is None:
@@ -519,9 +564,12 @@ def _read_yarn(b, r, p):
             attention_factor = yarn_mscale(s, mscale) / denominator
         else:
             attention_factor = yarn_mscale(s)
-        if not attention_factor >= 0:
-            raise ValueError(f"{p.where}.mscale / mscale_all_dim give a negative attention factor "
-                             f"{attention_factor}")
+        if not attention_factor > 0:
+            raise ValueError(f"{p.where}.mscale = {mscale!r} and {p.where}.mscale_all_dim = "
+                             f"{mscale_all_dim!r} give an attention factor of "
+                             f"{attention_factor:g} = (0.1 mscale ln s + 1) / (0.1 mscale_all_dim "
+                             f"ln s + 1) at factor s = {s:g}; it multiplies cos and sin, so it "
+                             "must be > 0 (0 zeroes every rotary score, a negative one flips them)")
     beta_fast = p.real("beta_fast", default=None, minimum=0.0) or YARN_BETA_FAST  # HF: `or 32`
     beta_slow = p.real("beta_slow", default=None, minimum=0.0) or YARN_BETA_SLOW
     truncate = p.flag("truncate", True)
@@ -559,7 +607,7 @@ def _read_longrope(b, r, p):
     if s is None:  # HF: max_position_embeddings / L0
         l_max = p.max_position_embeddings()
         s = l_max / L0
-    attention_factor = p.real("attention_factor", default=None, minimum=0.0)
+    attention_factor = p.real("attention_factor", default=None, above=0.0)  # 0 zeroes the table
     if attention_factor is None:
         if s <= 1.0:
             attention_factor = 1.0
@@ -698,9 +746,14 @@ def _inv_freq(sp, params, seq_len):
     if not (np.all(np.isfinite(inv_freq)) and np.all(inv_freq > 0) and math.isfinite(attention_factor)):
         raise ValueError(f"{sp.theta_key} = {sp.base} with {where} = {params} gives non-finite or "
                          "zero frequencies; check rope_theta and factor")
-    if attention_factor >= float(np.finfo(np.float32).max):
+    if attention_factor >= _FLOAT32_MAX:
         raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
                          "past float32's maximum 3.4e38 (cos and sin tables are float32); check "
+                         f"{where}.attention_factor, {where}.mscale and {where}.mscale_all_dim")
+    if attention_factor < _FLOAT32_TINY:
+        raise ValueError(f"{where} = {params} gives an attention factor of {attention_factor:g}, "
+                         "below float32's smallest normal number 1.2e-38: the float32 cos and sin "
+                         "tables would underflow to 0 and zero every rotary score; check "
                          f"{where}.attention_factor, {where}.mscale and {where}.mscale_all_dim")
     return inv_freq, float(attention_factor)
 
@@ -847,6 +900,7 @@ def cos_sin_table(inv_freq, n_positions, attention_factor=1.0):
     n = _length("n_positions", n_positions)
     af = _attention_factor(attention_factor)
     h = inv_freq.size
+    _check_table(n, h)
     turns_per_position = inv_freq / TWO_PI
     cos, sin = np.empty((n, h), np.float32), np.empty((n, h), np.float32)
     rows = min(_TABLE_ROWS, n)
@@ -907,11 +961,17 @@ def _frequencies(inv_freq, name="inv_freq"):
 
 
 def _attention_factor(value):
-    """The factor on cos and sin: a finite number >= 0 that float32 tables can hold."""
-    af = _real("attention_factor", value, minimum=0.0)
-    if af >= float(np.finfo(np.float32).max):
+    """The factor on cos and sin: a finite number > 0 that float32 tables can hold (0, or
+    anything below float32's smallest normal number, gives tables of zeros: every rotary score
+    0)."""
+    af = _real("attention_factor", value, above=0.0)
+    if af >= _FLOAT32_MAX:
         raise ValueError(f"attention_factor must be below float32's maximum 3.4e38 (cos and sin "
                          f"tables are float32), got {value!r}")
+    if af < _FLOAT32_TINY:
+        raise ValueError(f"attention_factor must be at least float32's smallest normal number "
+                         f"1.2e-38 (cos and sin tables are float32: they would underflow to 0), "
+                         f"got {value!r}")
     return af
 
 
@@ -982,6 +1042,7 @@ def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
     inv32 = _table_frequencies(inv_freq).astype(np.float32)
     n = _length("n_positions", n_positions)
     af = np.float32(_attention_factor(attention_factor))
+    _check_table(n, inv32.size)
     angles = np.multiply.outer(np.arange(n, dtype=np.float32), inv32)  # (n, r/2) float32
     return np.cos(angles) * af, np.sin(angles) * af
 
@@ -1012,6 +1073,7 @@ def float32_angle_error(inv_freq, n_positions):
     """
     theta = _table_frequencies(inv_freq)
     n = _length("n_positions", n_positions)
+    _check_table(n, theta.size, "measures")  # the table float32_angle_table would build
     theta32 = theta.astype(np.float32)
     h = theta.size
     total, at = np.zeros(h), np.zeros(h, dtype=np.int64)

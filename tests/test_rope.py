@@ -1517,6 +1517,83 @@ def test_a_yarn_config_without_its_trained_length_is_refused_by_name():
         R.scaling_parameters(config)
 
 
+# --------------------------------------------------------------------------- issue 31's probes
+
+def test_an_attention_factor_that_zeroes_the_table_is_refused_by_name():
+    """Issue 31: a YaRN attention_factor of 0 gave a cos/sin table of zeros (every rotary score
+    0), silently; so did longrope's, a factor too small for float32, and mscales whose ratio is 0."""
+    probe = {"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 16384,
+             "rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4096,
+                              "attention_factor": 0}}
+    with pytest.raises(ValueError) as err:
+        R.rope_frequencies(probe)
+    assert str(err.value) == "rope_scaling.attention_factor must be a number > 0.0, got 0"
+    for call in (R.scaling_parameters, lambda c: R.rope_cos_sin(c, 16)):
+        raises_naming(lambda: call(probe), "rope_scaling.attention_factor")
+    for rope in (YARN, LONGROPE):
+        for bad in (0, 0.0, -1.0, math.inf, math.nan):
+            raises_naming(lambda: R.rope_frequencies(cfg({**rope, "attention_factor": bad})),
+                          "rope_scaling.attention_factor")
+        message = raises_naming(lambda: R.rope_frequencies(cfg({**rope, "attention_factor": 1e-300})),
+                                "rope_scaling.attention_factor")
+        assert "below float32's smallest normal number" in message
+        assert R.rope_frequencies(cfg({**rope, "attention_factor": 1e-30}))[1] == 1e-30  # small, held
+    # 0.1 mscale ln s + 1 = 0 at s = e, mscale = -10: the ratio was 0 and passed
+    message = raises_naming(lambda: R.rope_frequencies(cfg({**YARN, "factor": math.e, "mscale": -10.0,
+                                                            "mscale_all_dim": 1.0})),
+                            "rope_scaling.mscale", "rope_scaling.mscale_all_dim")
+    assert "give an attention factor of 0 =" in message and "must be > 0" in message
+    assert R.rope_frequencies(cfg({**YARN, "mscale": -5.0, "mscale_all_dim": -5.0}))[1] == 1.0  # as HF
+    for f in (lambda af: R.cos_sin_table(naive_theta(1e4, 8), 4, af),
+              lambda af: R.float32_angle_table(naive_theta(1e4, 8), 4, af),
+              lambda af: R.apply_rope(np.ones((4, 8)), np.arange(4), naive_theta(1e4, 8),
+                                      attention_factor=af)):
+        for bad in (0, 0.0, 1e-39):
+            raises_naming(lambda: f(bad), "attention_factor")
+        assert np.abs(f(1e-30)[0]).max() > 0
+
+
+def test_tables_past_the_size_limit_are_refused_before_anything_is_allocated():
+    """Issue 31: a cos/sin table of 10**12 rows ended in numpy's MemoryError (233 TiB)."""
+    import tracemalloc
+    inv = naive_theta(1e4, 128)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as err:
+            R.cos_sin_table(inv, 10**12)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == (
+        "n_positions x r/2 = 1,000,000,000,000 x 64 = 64,000,000,000,000 entries (232.8 TiB as "
+        "float32, for each of cos and sin) is more than lessonlib.rope builds in one table (at most "
+        "2^31 = 2,147,483,648 entries); a table needs the positions served and no more (vLLM builds "
+        "max_model_len rows)")
+    assert peak < 2**20
+    for call in (lambda n: R.float32_angle_table(inv, n), lambda n: R.float32_angle_error(inv, n),
+                 lambda n: R.rope_cos_sin(cfg(None), n)):
+        raises_naming(lambda: call(10**12), "n_positions")
+        raises_naming(lambda: call(2**25 + 1), "n_positions")  # 64 pairs: one row past 2^31
+    assert R._MAX_TABLE_ENTRIES == 2**31
+    R._check_table(2**25, 64)  # exactly at the limit: allowed
+
+
+def test_an_unknown_layer_type_on_a_flat_config_is_an_error():
+    """Issue 31: a config whose one rope serves every layer read any layer_type ('slidng_attention',
+    'bogus') as that rope, silently; now only its layer types are, by name."""
+    flat = cfg(dict(YARN))
+    for call in (R.rope_frequencies, R.scaling_parameters, R.rope_parameters, R.rotary_dim,
+                 R.llama_cpp_rope_flags, lambda c, layer_type: R.rope_cos_sin(c, 8, layer_type=layer_type)):
+        message = raises_naming(lambda: call(flat, layer_type="slidng_attention"), "layer_type")
+        assert message.startswith("layer_type 'slidng_attention' is not a layer type of this config")
+        call(flat, layer_type="sliding_attention")  # one rope for every layer: each name reads it
+        call(flat, layer_type="full_attention")
+    listed = {**flat, "layer_types": ["linear_attention", "full_attention"]}  # Qwen3-Next's names
+    assert R.rope_frequencies(listed, layer_type="linear_attention")[1] == R.rope_frequencies(flat)[1]
+    assert "'linear_attention'" in raises_naming(lambda: R.rope_frequencies(listed, layer_type="conv"),
+                                                 "layer_type")
+
+
 # --------------------------------------------------------------------------- bad inputs
 # Every argument of the public functions, fed what a careful user might pass by mistake: each
 # must be a ValueError naming the argument or the config key (tests/_bad.py; coverage in
@@ -1553,7 +1630,7 @@ _ROPE_CFG = {"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_o
              "config.rope_scaling": _NOT_A_ROPE_DICT,
              "config.rope_scaling.rope_type": choices(_TYPES, none_ok=True),
              "config.rope_scaling.facter": st.just(2.0) | reals(),
-             "layer_type": texts(none_ok=True)}
+             "layer_type": texts(none_ok=True) | st.just("slidng_attention")}
 _COMMON_CFG = {**_ROPE_CFG,  # what rope_frequencies reads beyond the rope dict: the head
                "config.head_dim": ints(minimum=1, maximum=R._MAX_HEAD_DIM, none_ok=True) | st.just(63),
                "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True) | st.just(69 / 128)}
@@ -1563,15 +1640,16 @@ _YARN_BAD = dict(_COMMON_CFG, **{
              "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.sampled_from([2, 5]),
              "config.rope_scaling.beta_fast": reals(minimum=0.0, none_ok=True) | st.sampled_from([0.5, 1e308]),
              "config.rope_scaling.beta_slow": reals(minimum=0.0, none_ok=True) | st.sampled_from([64.0, 5e-324]),
-             "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True) | st.just(3.5e38),
-             "config.rope_scaling.mscale": reals(none_ok=True),
-             "config.rope_scaling.mscale_all_dim": reals(none_ok=True),
+             "config.rope_scaling.attention_factor": reals(above=0.0, none_ok=True)
+             | st.sampled_from([3.5e38, 1e-300]),
+             "config.rope_scaling.mscale": reals(none_ok=True) | st.just(-10.0),
+             "config.rope_scaling.mscale_all_dim": reals(none_ok=True) | st.just(-10.0),
              "config.rope_scaling.truncate": flags(),
              "config.rope_scaling.low_freq_factor": st.just(1.0)})
 _YARN_NAMES = {"config.rope_scaling.beta_slow": "rope_scaling.beta_slow"}
 _LONGROPE_BAD = {"config.rope_scaling.long_factor": _BAD_LIST, "config.rope_scaling.short_factor": _BAD_LIST,
                  "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
-                 "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True),
+                 "config.rope_scaling.attention_factor": reals(above=0.0, none_ok=True) | st.just(1e-39),
                  "config.original_max_position_embeddings": _LENGTH | st.just(1),
                  "config.max_position_embeddings": _LENGTH,
                  "config.rope_scaling.beta_fast": st.just(32.0)}
@@ -1616,24 +1694,26 @@ BAD_INPUTS = [
               "config.num_attention_heads": ints(minimum=1) | st.just(3),
               "config.qk_rope_head_dim": ints(minimum=1, maximum=R._MAX_HEAD_DIM, none_ok=True) | st.just(63),
               "config.partial_rotary_factor": reals(above=0.0, maximum=1.0, none_ok=True),
-              "layer_type": texts(none_ok=True)}),
+              "layer_type": texts(none_ok=True) | st.just("slidng_attention")}),
     Case(R.apply_rope, args=(_X, np.arange(5), _INV), kwargs=dict(style="gptj", attention_factor=1.2),
          bad=dict(x=arrays_with(_X, kind="real", ranks=(2, 3, 4)),
                   positions=arrays_with(np.arange(5.0), kind="real", ranks=(1, 2))
                   | st.sampled_from([np.zeros((2, 5)), np.zeros((3, 1, 5)), [0, 1]]),
                   inv_freq=_TABLE_FREQS | st.just(naive_theta(1e4, 64)),
-                  style=choices(["neox", "gptj"]), attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+                  style=choices(["neox", "gptj"]),
+                  attention_factor=reals(above=0.0) | st.sampled_from([3.5e38, 1e-39]))),
     Case(R.neox_to_gptj_order, args=(16, 24),
          bad=dict(r=ints(minimum=2, maximum=R._MAX_HEAD_DIM) | st.just(15),
                   d=ints(minimum=16, maximum=R._MAX_HEAD_DIM, none_ok=True))),
     Case(R.cos_sin_table, args=(_INV, 16, 1.2),
-         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS),
-                  attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS) | st.just(10**12),
+                  attention_factor=reals(above=0.0) | st.sampled_from([3.5e38, 1e-39]))),
     Case(R.rope_cos_sin, args=(_YARN_CFG, 16),
          bad={"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_ok=True),
               "config.rope_scaling.facter": st.just(2.0),
               "config.rope_scaling.factor": reals(minimum=1.0, none_ok=True),
-              "n_positions": ints(minimum=1, maximum=_MAXPOS), "layer_type": texts(none_ok=True)}),
+              "n_positions": ints(minimum=1, maximum=_MAXPOS) | st.just(10**12),
+              "layer_type": texts(none_ok=True) | st.just("slidng_attention")}),
     Case(R.wavelengths, args=(_INV,), bad=dict(inv_freq=_FREQS)),
     Case(R.turns_within, args=(_INV, 4096),
          bad=dict(inv_freq=_FREQS, n_positions=ints(minimum=0, maximum=_MAXPOS))),
@@ -1677,10 +1757,11 @@ BAD_INPUTS = [
               "config.rope_scaling.facter": st.just(8.0),
               "config.rope_theta": reals(above=1.0, none_ok=True)}),
     Case(R.float32_angle_table, args=(_INV, 16, 1.2),
-         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS),
-                  attention_factor=reals(minimum=0.0) | st.just(3.5e38))),
+         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS) | st.just(10**12),
+                  attention_factor=reals(above=0.0) | st.sampled_from([3.5e38, 1e-39]))),
     Case(R.float32_angle_error, args=(_INV, 16),
-         bad=dict(inv_freq=_TABLE_FREQS, n_positions=ints(minimum=1, maximum=_MAXPOS))),
+         bad=dict(inv_freq=_TABLE_FREQS,
+                  n_positions=ints(minimum=1, maximum=_MAXPOS) | st.just(10**12))),
     Case(R.llama_cpp_rope_flags, args=(_FLAGS_CFG,),
          bad={"config": _NOT_A_DICT, "config.rope_theta": reals(above=1.0, none_ok=True),
               "config.rope_scaling": _NOT_A_ROPE_DICT,
@@ -1689,9 +1770,10 @@ BAD_INPUTS = [
               "config.rope_scaling.original_max_position_embeddings": _LENGTH | st.just(DELETE),
               "config.rope_scaling.beta_fast": reals(minimum=0.0, none_ok=True) | st.just(0.5),
               "config.rope_scaling.mscale": reals(none_ok=True) | st.just(1.0),
-              "config.rope_scaling.attention_factor": reals(minimum=0.0, none_ok=True) | st.just(1.1),
+              "config.rope_scaling.attention_factor": reals(above=0.0, none_ok=True) | st.just(1.1),
               "config.rope_scaling.truncate": flags() | st.just(False),
-              "config.rope_scaling.facter": st.just(4.0), "layer_type": texts(none_ok=True)}),
+              "config.rope_scaling.facter": st.just(4.0),
+              "layer_type": texts(none_ok=True) | st.just("slidng_attention")}),
     Case(R.vllm_max_model_len, args=(_YARN_CFG, 4096), kwargs=dict(allow_long=False),
          bad={"config": _NOT_A_DICT, "requested": ints(minimum=1, none_ok=True),
               "allow_long": flags(),
