@@ -15,6 +15,14 @@ not a copy.
 Notebooks teach by hand: a worked number written from the config's keys and checked against
 lessonlib is the lesson (STYLE.md, "Notebooks" 2-3). Those lines are listed in ``BY_HAND``,
 each with its reason; a listed line that is no longer there fails too, so the list cannot rot.
+
+The rules issue 31 moved down are caught too (``rule_copies``, ``rule_defs``): in checks,
+widgets and plots, ``exp`` of a difference (the online-softmax rescale ``exp(m_old - m_new)``,
+a term ``exp(x - m)``: ``softmax``'s steps carry them) and one minus a sum (the sink's share,
+``softmax.sink_share``); in checks and widgets, a local ``def`` of a rule that compute or the
+plots own (``_pad``: ``kv_cache.llamacpp_swa_cells``; ``_log_ylim`` or ``fit_log_ylim``:
+``plots.fit_log_ylim``). A check recomputes the typical mistakes, and the state it probes a
+student's function with, the wrong way on purpose: those lines are listed in ``VARIANTS``.
 """
 import ast
 import json
@@ -196,3 +204,138 @@ def test_one_topic_name_per_lesson_across_the_upper_layers():
 
     plots, widgets, checks = topics("plots"), topics("widgets"), topics("checks")
     assert plots == widgets == checks, (plots ^ widgets, widgets ^ checks)
+
+
+# ------------------------------------------------------------------ rules copied upstairs (issue 31)
+
+# (file, the line as written, stripped): lines of a check that compute a rule on purpose, the
+# wrong way or from a state compute never sees. A listed line that is gone fails below.
+VARIANTS = {
+    ("lessonlib/checks/attention.py",
+     "term_old = math.exp(sink - keys.m)  # the sink's term measured against the keys' max"):
+        "sink_share's typical mistake: the sink's term against the keys' max, not the new one",
+    ("lessonlib/checks/attention.py", "a, w = math.exp(m - m_new), math.exp(x - m_new)"):
+        "attention_update's probes: one step from a given (m, l, acc), which softmax's traces "
+        "(always from nothing) do not take, beside the slips it names",
+    ("lessonlib/checks/attention.py", "w_old = math.exp(x - m) if m > -math.inf else w"):
+        "attention_update's 'old max weight' slip",
+    ("lessonlib/checks/attention.py",
+     "alpha, w = np.exp(m - m_ref), np.exp(x - m_ref[:, None])"):
+        "the tiled kernel's variants (wrong mask, visit or rescale) a student's output is "
+        "matched against to name the slip",
+    ("lessonlib/checks/triton.py", "alpha = exp(m - m_final)"):
+        "sink_output's fold in the kernel's exp2 units, with and without the acc rescale slip",
+    ("lessonlib/checks/triton.py", "l_final = l * alpha + exp(z - m_final)"):
+        "the same fold: l rescaled and the sink's exp2 term added",
+}
+
+# Local definitions of a rule that a lower layer owns: name -> the owner to call instead.
+RULE_OWNERS = {"_pad": "kv_cache.llamacpp_swa_cells (llama.cpp's pad to 256)",
+               "pad": "kv_cache.llamacpp_swa_cells (llama.cpp's pad to 256)",
+               "_log_ylim": "plots.fit_log_ylim", "log_ylim": "plots.fit_log_ylim",
+               "fit_log_ylim": "plots.fit_log_ylim", "_fit_log_ylim": "plots.fit_log_ylim"}
+EXP_MODULES = {"np", "numpy", "math", "torch"}
+
+
+def _is_exp(func):
+    """``np.exp``, ``math.exp``, ... or a bare ``exp``."""
+    return (isinstance(func, ast.Attribute) and func.attr == "exp"
+            and isinstance(func.value, ast.Name) and func.value.id in EXP_MODULES) or \
+        (isinstance(func, ast.Name) and func.id == "exp")
+
+
+def _is_sum(node):
+    """``x.sum()``, ``np.sum(x)``, ``sum(...)`` or ``math.fsum(...)``, through float() or int()."""
+    while _is_conversion(node) and node.args:
+        node = node.args[0]
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr in ("sum", "fsum")) or \
+        (isinstance(f, ast.Name) and f.id in ("sum", "fsum"))
+
+
+def rule_copies(source):
+    """(line, why) of every exp of a difference and every one minus a sum in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _is_exp(node.func) and node.args and \
+                isinstance(node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Sub):
+            found.append((node.lineno, "exp of a difference (softmax's rescale or term)"))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and \
+                isinstance(node.left, ast.Constant) and node.left.value == 1 and \
+                _is_sum(node.right):
+            found.append((node.lineno, "one minus a sum (softmax.sink_share)"))
+    return found
+
+
+def rule_defs(source):
+    """(line, name, owner) of every local def, at any depth, of a rule in ``RULE_OWNERS``."""
+    return [(node.lineno, node.name, RULE_OWNERS[node.name]) for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name in RULE_OWNERS]
+
+
+def test_the_rule_scans_find_the_copies_issue_31_removed():
+    """The copies as they were written (widgets.attention, widgets.long_context, checks.windows)
+    and their near forms are found; calling the owner, or arithmetic that is no rule, is not."""
+    copies = [
+        'state["rescale"] = float(np.exp(prev_m - last.m)) if prev_m > -np.inf else None',
+        'share = 1.0 - float(w.sum())',
+        'terms = list(w * l) + [(1.0 - float(w.sum())) * l]',
+        'alpha = math.exp(m_old - m_new)',
+        'w = exp(x - m)',  # a bare exp (from math import exp)
+        'p = torch.exp(s - s.max())',
+        'share = 1 - np.sum(weights)',
+        'rest = 1 - sum(p for p in probs)',
+    ]
+    for source in copies:
+        assert rule_copies(source), source
+    fine = [
+        'share = softmax.sink_share(scores, z)',
+        'x = np.exp(scores)', 'y = math.exp(-x)', 'e = np.exp(np.float64(z))',
+        'keys = 1 - share', 'total = 1.0 + w.sum()', 'n = w.sum() - 1',
+        'lines.append(f"exp(m_old - m_new) = {st.rescale:.6f}")',  # text, not arithmetic
+    ]
+    for source in fine:
+        assert not rule_copies(source), source
+    defs = [
+        'def _pad(x, to=256):\n    return -(-x // to) * to',
+        'def _log_ylim(curves):\n    return 1, 2',
+        'def fit_log_ylim(ax, curves):\n    pass',
+        'def explorer():\n    def _pad(x):\n        return x\n    return _pad',  # nested
+    ]
+    for source in defs:
+        assert rule_defs(source), source
+    for source in ['plots.fit_log_ylim(ax, curves, margin=(2.5, 2.5))', 'def padding_label(x): pass',
+                   'cells = llamacpp_swa_cells(n_ctx, W, n_seq=1, n_ubatch=ub)']:
+        assert not rule_defs(source), source
+
+
+def _rule_copies_in(path):
+    lines = path.read_text().splitlines()
+    return [(line, lines[line - 1].strip(), why) for line, why in rule_copies(path.read_text())]
+
+
+@pytest.mark.parametrize("path", list(_python_files()), ids=lambda p: str(p.relative_to(ROOT)))
+def test_checks_widgets_and_plots_copy_no_softmax_rule(path):
+    name = str(path.relative_to(ROOT))
+    copies = [c for c in _rule_copies_in(path) if (name, c[1]) not in VARIANTS]
+    assert not copies, "a rule compute owns, computed again upstairs (read it from softmax):\n" + \
+        "\n".join(f"{name}:{line}: {why}: {text}" for line, text, why in copies)
+
+
+@pytest.mark.parametrize("path", [p for folder in ("lessonlib/checks", "lessonlib/widgets")
+                                  for p in sorted((ROOT / folder).rglob("*.py"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_checks_and_widgets_define_no_copy_of_a_rule(path):
+    name = str(path.relative_to(ROOT))
+    found = rule_defs(path.read_text())
+    assert not found, "a local copy of a rule a lower layer owns:\n" + \
+        "\n".join(f"{name}:{line}: def {fn}: call {owner}" for line, fn, owner in found)
+
+
+def test_every_variant_is_still_there():
+    seen = {(str(p.relative_to(ROOT)), c[1]) for p in _python_files() for c in _rule_copies_in(p)}
+    gone = [entry for entry in VARIANTS if entry not in seen]
+    assert not gone, f"VARIANTS lists lines that are gone (remove them from VARIANTS): {gone}"
