@@ -66,13 +66,19 @@ def notebook_explorers():
     """Each notebook's slider widget, by name, as a function that builds it as the notebook
     does (its defaults; notebook 10's from the committed results)."""
     from lessonlib import tinylm_results
+    from lessonlib.models import load_model
     from lessonlib.widgets import attention, kv_cache, long_context, rope, tinylm, triton, windows
+    head = {"head_dim": 128, "rope_theta": 10_000.0}  # notebooks 07 and 08's HEAD
+    llama = load_model("Llama-3.1-8B")
     return {
         "memory": attention.memory_explorer, "online_softmax": attention.online_softmax_explorer,
         "tiled": attention.tiled_explorer, "tile_map": triton.tile_map_explorer,
-        "kv_cache": kv_cache.kv_cache_explorer, "budget": kv_cache.model_budget_explorer,
-        "window": windows.window_explorer, "clock": rope.clock_explorer,
-        "scaling": rope.scaling_explorer, "cost": long_context.cost_explorer,
+        "kv_cache": lambda: kv_cache.kv_cache_explorer(llama, mla_config=load_model("DeepSeek-V3")),
+        "budget": lambda: kv_cache.model_budget_explorer(llama),
+        "window": windows.window_explorer,
+        "clock": lambda: rope.clock_explorer(head, n_train=4096, m=16383),
+        "scaling": lambda: rope.scaling_explorer(head, factor=4.0, n_train=4096),
+        "cost": long_context.cost_explorer,
         "extension": lambda: tinylm.extension_explorer(
             tinylm_results.load_results("extension"), length=256),
     }

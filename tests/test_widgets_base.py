@@ -28,7 +28,8 @@ def assert_blit_matches_full_draw(w):
 
 
 @pytest.mark.parametrize("make, key, values", [
-    (rope.scaling_explorer, "factor", [4.5, 8.0, 2.0]),
+    (lambda: rope.scaling_explorer({"head_dim": 128, "rope_theta": 1e4}, factor=4.0, n_train=4096),
+     "factor", [4.5, 8.0, 2.0]),
     (windows.window_explorer, "window", [129, 64, 200]),
     (windows.window_explorer, "context", [512, 128]),  # ticks change: a full redraw
 ])
@@ -174,7 +175,7 @@ def test_display_puts_a_picture_before_the_live_widget():
     from IPython.core.interactiveshell import InteractiveShell
     from lessonlib.widgets import rope as W
 
-    w = W.scaling_explorer()
+    w = W.scaling_explorer({"head_dim": 128, "rope_theta": 1e4}, factor=4.0, n_train=4096)
     shell = InteractiveShell.instance()
     shown = []
     shell.display_pub.publish = lambda data, metadata=None, **kw: shown.append(data)

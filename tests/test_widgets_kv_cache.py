@@ -19,7 +19,7 @@ def gib(cfg, n):
 
 @pytest.fixture
 def w():
-    explorer = kvw.kv_cache_explorer()
+    explorer = kvw.kv_cache_explorer(LLAMA, mla_config="DeepSeek-V3")
     yield explorer
     plt.close(explorer.fig)
 
@@ -76,11 +76,11 @@ def test_layout_is_frozen_and_the_widget_displays(w):
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="MLA"):
-        kvw.kv_cache_explorer("DeepSeek-V3")
+        kvw.kv_cache_explorer("DeepSeek-V3", mla_config="DeepSeek-V3")
     with pytest.raises(ValueError, match="kv_heads"):
-        kvw.kv_cache_explorer(kv_heads=3)
+        kvw.kv_cache_explorer(LLAMA, mla_config="DeepSeek-V3", kv_heads=3)
     with pytest.raises(ValueError, match="n must be"):
-        kvw.kv_cache_explorer(n=1000)
+        kvw.kv_cache_explorer(LLAMA, mla_config="DeepSeek-V3", n=1000)
 
 
 def test_helpers():
@@ -100,7 +100,8 @@ BAD_INPUTS = [
     Case(kvw.head_map_text, args=(np.array([0, 0, 1, 1]),),
          bad=dict(head_map=st.sampled_from([np.array([0.5, 1.0]), [], [-1, 0], "0011", None]),
                   show=ints(minimum=1))),
-    Case(kvw.kv_cache_explorer, kwargs=dict(n=4096, lengths=(2048, 4096)),
+    Case(kvw.kv_cache_explorer, args=("Llama-3.1-8B",),
+         kwargs=dict(mla_config="DeepSeek-V3", n=4096, lengths=(2048, 4096)),
          bad=dict(config=_CONFIGS, mla_config=_CONFIGS, n=ints(minimum=1) | st.just(8192),
                   kv_heads=ints(minimum=1, none_ok=True) | st.just(3),
                   dtype_bytes=ints(minimum=1), lengths=st.sampled_from([(), (4096.0,), None]))),
@@ -147,7 +148,7 @@ from lessonlib import weights as wt  # noqa: E402
 
 @pytest.fixture
 def budget():
-    return kvw.model_budget_explorer()
+    return kvw.model_budget_explorer("Llama-3.1-8B")
 
 
 def test_budget_readout_and_curves_are_the_reports():
@@ -264,7 +265,8 @@ def test_budget_legend_under_the_axes_and_fit(budget):
 
 
 BAD_INPUTS += [
-    Case(kvw.model_budget_explorer, kwargs=dict(n=4096, gpu_gib=24, kv_type="q8_0"),
+    Case(kvw.model_budget_explorer, args=("Llama-3.1-8B",), kwargs=dict(n=4096, gpu_gib=24,
+                                                                      kv_type="q8_0"),
          bad=dict(model=_CONFIGS | st.just("tiny-gemma3-swa"), n=ints(minimum=1) | st.just(5000),
                   gpu_gib=ints(minimum=1) | st.just(25), kv_type=st.sampled_from(["q8", "F16", 2]),
                   lengths=st.sampled_from([(), (4096.0,), None]))),

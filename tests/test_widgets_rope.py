@@ -12,6 +12,8 @@ from lessonlib import rope as R
 from lessonlib.configs import load_config
 from lessonlib.widgets import rope as W
 
+HEAD = {"head_dim": 128, "rope_theta": 10_000.0}  # notebooks 07 and 08: d = 128, b = 10,000
+
 
 def head(b, r=128):
     return R.rope_frequencies({"head_dim": r, "rope_theta": float(b)})[0]
@@ -26,7 +28,7 @@ def test_pair_ranges():
 # ------------------------------------------------------------------ notebook 07
 
 def test_clock_explorer_starts_at_example_12():
-    w = W.clock_explorer()
+    w = W.clock_explorer(HEAD, n_train=4096)
     # m = 16,383 is the coarse stop 16,384 and one fine step back
     assert w.values == {"coarse": 16384, "fine": -1, "b": 10_000, "n_train": 4096}
     assert w.data["m"] == 16383
@@ -44,7 +46,7 @@ def test_clock_explorer_starts_at_example_12():
 
 
 def test_clock_explorer_follows_position_base_and_length():
-    w = W.clock_explorer()
+    w = W.clock_explorer(HEAD, n_train=4096)
     hand = w.artists["clock"]["hands"][0]
     w.set_position(100)
     assert w.values["coarse"] == 0 and w.values["fine"] == 100 and w.data["m"] == 100
@@ -75,7 +77,7 @@ def test_clock_explorer_follows_position_base_and_length():
 
 def test_clock_explorer_reaches_the_last_trained_position_one_step_at_a_time():
     """The text asks for m = 4,095, then past it: a coarse stop and single fine steps."""
-    w = W.clock_explorer()
+    w = W.clock_explorer(HEAD, n_train=4096)
     coarse, fine = w.controls["coarse"], w.controls["fine"]
     assert coarse.step == W.COARSE_STEP == 1024 and coarse.max == 65536
     assert fine.step == 1 and (fine.min, fine.max) == (-512, 512)
@@ -103,7 +105,7 @@ def test_clock_explorer_sliders_leave_room_for_their_longest_readout():
     """10,000,000 at the base's end ran into the next label (and needs 74 px of a 72 px readout
     box): each slider keeps a gap after it, and the four fit a laptop's output area (about
     930 px) in one row."""
-    w = W.clock_explorer()
+    w = W.clock_explorer(HEAD, n_train=4096)
     widths = [int(c.layout.width.rstrip("px")) for c in w.controls.values()]
     margins = [int(c.layout.margin.split()[1].rstrip("px")) for c in w.controls.values()]
     assert all(m >= 10 for m in margins)
@@ -111,12 +113,12 @@ def test_clock_explorer_sliders_leave_room_for_their_longest_readout():
     # a readout box holds 72 px (about 9 characters at 13 px): compact labels fit it
     labels = [label for label, _ in w.controls["b"].options]
     assert labels == ["10k", "20k", "50k", "100k", "150k", "500k", "1M", "5M", "10M"]
-    assert W.clock_explorer(b=1_234_567).controls["b"].label == "1,234,567"
-    assert W.clock_explorer(b=1_500_000).controls["b"].label == "1.5M"
+    assert W.clock_explorer({"head_dim": 128, "rope_theta": 1_234_567}, n_train=4096).controls["b"].label == "1,234,567"
+    assert W.clock_explorer({"head_dim": 128, "rope_theta": 1_500_000}, n_train=4096).controls["b"].label == "1.5M"
     w.controls["b"].value = 10_000_000
     assert "base b = 10,000,000 ·" in w.readout  # the readout spells the value out
     # notebook 08's base keeps full numbers (its browser test reads them): a slider wide enough
-    s = W.scaling_explorer()
+    s = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
     assert s.controls["b"].options[-1][0] == "10,000,000"
     assert int(s.controls["b"].layout.width.rstrip("px")) >= 285
 
@@ -152,7 +154,9 @@ def _contrast(a, b):
     return (hi + 0.05) / (lo + 0.05)
 
 
-@pytest.mark.parametrize("factory", [W.clock_explorer, W.scaling_explorer])
+@pytest.mark.parametrize("factory", [lambda: W.clock_explorer(HEAD, n_train=4096),
+                                     lambda: W.scaling_explorer(HEAD, factor=4.0, n_train=4096)],
+                         ids=["clock", "scaling"])
 def test_every_text_reaches_wcag_aa_on_the_figure(factory):
     """Text is drawn on the white figure or axes (no label sits on a filled area): 4.5:1."""
     from matplotlib.text import Text
@@ -162,7 +166,7 @@ def test_every_text_reaches_wcag_aa_on_the_figure(factory):
 
 
 def test_clock_figure_fits_and_its_key_is_off_the_data():
-    w = W.clock_explorer()
+    w = W.clock_explorer(HEAD, n_train=4096)
     figure_fits_a_laptop(w)
     keys_off_the_data(w)
     ax_clock, ax_cov = w.axes
@@ -174,7 +178,7 @@ def test_clock_figure_fits_and_its_key_is_off_the_data():
 
 def test_clock_explorer_rejects_pairs_outside_the_head():
     with pytest.raises(ValueError, match="pairs must be in 0..63"):
-        W.clock_explorer(pairs=(0, 64))
+        W.clock_explorer(HEAD, n_train=4096, pairs=(0, 64))
 
 
 # ------------------------------------------------------------------ notebook 08
@@ -184,10 +188,10 @@ def band_text(band):
 
 
 def test_scaling_explorer_starts_at_examples_13_to_15():
-    w = W.scaling_explorer()
-    assert w.values == {"factor": 4.0, "b": 10_000, "L0": 4096}
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
+    assert w.values == {"factor": 4.0, "b": 10_000, "n_train": 4096}
     # The browser test presses ArrowRight on the first slider handle: it must be the factor.
-    assert list(w.controls) == ["factor", "b", "L0"] and w.ui.children[0].children[0] is \
+    assert list(w.controls) == ["factor", "b", "n_train"] and w.ui.children[0].children[0] is \
         w.controls["factor"]
     assert isinstance(w.controls["factor"], ipywidgets.FloatSlider)
     assert w.controls["factor"].description == "factor" and w.controls["factor"].step == 0.5
@@ -204,7 +208,7 @@ def test_scaling_explorer_starts_at_examples_13_to_15():
 
 
 def test_scaling_explorer_factor_moves_the_curves_and_states_the_band():
-    w = W.scaling_explorer()
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
     pi_line = w.artists["ratios"]["lines"]["PI (linear)"]
     before = {k: v.get_ydata().copy() for k, v in w.artists["ratios"]["lines"].items()}
     w.controls["factor"].value = 4.5  # one ArrowRight step
@@ -229,10 +233,10 @@ def test_scaling_explorer_factor_moves_the_curves_and_states_the_band():
 
 
 def test_scaling_explorer_band_follows_base_and_trained_length():
-    w = W.scaling_explorer()
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
     w.controls["b"].value = 500_000
     assert band_text((14, 32)) in w.readout  # the vLLM chapter: b = 500,000, L0 = 4096
-    w.controls["L0"].value = 8192
+    w.controls["n_train"].value = 8192
     assert band_text((18, 35)) in w.readout  # and Llama 3's L0 = 8192
     assert R.yarn_correction_range(32, 1, 128, 500_000, 8192) == (18, 35)
     band = w.artists["ratios"]["band"]
@@ -265,7 +269,7 @@ MODEL_START = {
 def test_scaling_explorer_starts_from_a_models_config(name):
     factor, b, L0, r, truncate = MODEL_START[name]
     w = W.scaling_explorer(name)
-    assert w.values == {"factor": factor, "b": b, "L0": L0}
+    assert w.values == {"factor": factor, "b": b, "n_train": L0}
     assert len(w.artists["ratios"]["lines"]["YaRN"].get_ydata()) == r // 2
     band = _band_by_hand(r, b, L0, truncate)
     assert w.data["band"] == pytest.approx(band, rel=1e-12) and w.betas == (32.0, 1.0)
@@ -278,21 +282,21 @@ def test_scaling_explorer_starts_from_a_models_config(name):
 
 
 def test_scaling_explorer_readout_when_no_pair_is_divided():
-    w = W.scaling_explorer(L0=65536)  # d(1) = 64.3 > 63: HF clamps high to r - 1, not r/2 - 1
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=65536)  # d(1) = 64.3 > 63: HF clamps high to r - 1, not r/2 - 1
     band = R.yarn_correction_range(32, 1, 128, 10_000, 65536)
     assert band == (40, 65) and band_text(band) in w.readout
     assert "θ/s none" in w.readout and "ramp 41-63" in w.readout
     # the high end is past the last pair: its line is off the axis, and so is its name
     labels = w.artists["ramp"]["labels"]
     assert labels["low"].get_visible() and not labels["high"].get_visible()
-    w.controls["L0"].value = 4096
+    w.controls["n_train"].value = 4096
     assert labels["high"].get_visible() and labels["high"].get_position()[0] == 46
 
 
 def test_scaling_figure_fits_keeps_its_three_panels_and_its_key_off_the_data():
     """08's figure was 12.5 in (1,250 px, cut to 934 on a laptop: the ramp panel lost): now
     two columns in 9.2 in, the ramp under the frequency panel, one key row above both."""
-    w = W.scaling_explorer()
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
     figure_fits_a_laptop(w)
     ax_ratio, ax_wave, ax_ramp = w.axes
     assert len(w.fig.axes) == 3
@@ -315,7 +319,9 @@ def test_scaling_figure_fits_keeps_its_three_panels_and_its_key_off_the_data():
         assert label.get_window_extent().x0 > m.x1
 
 
-@pytest.mark.parametrize("setting", [dict(), dict(factor=63.5, b=10_000_000, L0=65536),
+@pytest.mark.parametrize("setting", [dict(config=HEAD, factor=4.0, n_train=4096),
+                                     dict(config={"head_dim": 128, "rope_theta": 1e7},
+                                          factor=63.5, n_train=65536),
                                      dict(config="gpt-oss-20b"), dict(config="DeepSeek-V3")])
 def test_scaling_readout_is_five_short_lines(setting):
     """Five lines of at most 104 characters: one line each on a laptop (about 108 monospace
@@ -326,10 +332,10 @@ def test_scaling_readout_is_five_short_lines(setting):
 
 
 @pytest.mark.parametrize("factory, moves", [
-    (W.clock_explorer, [("fine", 0), ("coarse", 4096), ("b", 20_000), ("n_train", 8192)]),
-    (W.scaling_explorer, [("factor", 4.5), ("b", 20_000), ("L0", 8192), ("factor", 64.0)]),
+    (lambda: W.clock_explorer(HEAD, n_train=4096), [("fine", 0), ("coarse", 4096), ("b", 20_000), ("n_train", 8192)]),
+    (lambda: W.scaling_explorer(HEAD, factor=4.0, n_train=4096), [("factor", 4.5), ("b", 20_000), ("n_train", 8192), ("factor", 64.0)]),
     (lambda: W.scaling_explorer("gpt-oss-20b"), [("factor", 4.5), ("b", 10_000),
-                                                  ("L0", 2048)]),
+                                                  ("n_train", 2048)]),
 ])
 def test_no_slider_move_draws_the_whole_figure_again(factory, moves, monkeypatch):
     """Texts that move with a slider (08's band ends and level names) are known from the
@@ -345,8 +351,8 @@ def test_no_slider_move_draws_the_whole_figure_again(factory, moves, monkeypatch
 
 
 def test_scaling_explorer_rehearsal_leaves_it_at_its_setting():
-    w = W.scaling_explorer()
-    assert w.values == {"factor": 4.0, "b": 10_000, "L0": 4096} and w.data["band"] == (20, 46)
+    w = W.scaling_explorer(HEAD, factor=4.0, n_train=4096)
+    assert w.values == {"factor": 4.0, "b": 10_000, "n_train": 4096} and w.data["band"] == (20, 46)
     assert w.readout.startswith("factor s = 4 · base b = 10,000 · L0 = 4,096")
     np.testing.assert_allclose(w.artists["ratios"]["lines"]["PI (linear)"].get_ydata(), 0.25)
     assert w.artists["wavelengths"]["labels"]["target"].get_position()[1] == 16384
@@ -354,13 +360,14 @@ def test_scaling_explorer_rehearsal_leaves_it_at_its_setting():
 
 def test_scaling_explorer_rejects_a_factor_off_the_slider():
     with pytest.raises(ValueError, match=r"factor must be a number >= 1.0 and <= 64.0"):
-        W.scaling_explorer(factor=0.5)
+        W.scaling_explorer(HEAD, factor=0.5, n_train=4096)
 
 
 @pytest.mark.parametrize("make, key, values", [
-    (W.clock_explorer, "fine", (0, 1, 2, 3, 4)),
-    (W.clock_explorer, "coarse", [20480 + 1024 * i for i in range(5)]),
-    (W.scaling_explorer, "factor", (5.0, 5.5, 6.0, 6.5, 7.0)),
+    (lambda: W.clock_explorer(HEAD, n_train=4096), "fine", (0, 1, 2, 3, 4)),
+    (lambda: W.clock_explorer(HEAD, n_train=4096), "coarse", [20480 + 1024 * i for i in range(5)]),
+    (lambda: W.scaling_explorer(HEAD, factor=4.0, n_train=4096), "factor",
+     (5.0, 5.5, 6.0, 6.5, 7.0)),
 ])
 def test_a_slider_step_draws_only_what_changes(monkeypatch, make, key, values):
     """A step's cost is mostly text: a step renders no background (no Figure.draw) and draws
@@ -405,20 +412,23 @@ BAD_INPUTS = [
          bad=dict(indices=st.sampled_from([[1.5], [-1], [3, 2], "0-3", None, [True]]))),
     Case(W.clock_data, args=(100, 10_000, 4096),
          bad=dict(m=ints(minimum=0), b=reals(above=1.0), n_train=ints(minimum=1), **_RS)),
-    Case(W.clock_explorer, kwargs=dict(m=100),
-         bad=dict(m=ints(minimum=0, maximum=65535), b=reals(above=1.0) | st.just(10_000.5),
+    Case(W.clock_explorer, args=(HEAD,), kwargs=dict(n_train=4096, m=100),
+         bad=dict(m=ints(minimum=0, maximum=65535), **{"config.rope_theta": reals(above=1.0, none_ok=True)},
                   n_train=ints(minimum=2), pairs=st.sampled_from([(), (0, 64), (1.0,), None]),
-                  max_position=ints(minimum=1), coarse_step=ints(minimum=2), **_RS)),
+                  max_position=ints(minimum=1), coarse_step=ints(minimum=2),
+                  **{"config.head_dim": ints(minimum=2)}),
+         names={"config.rope_theta": "rope_theta", "config.head_dim": "head_dim"}),
     Case(W.split_position, args=(4095,), bad=dict(m=ints(minimum=0),
                                                   coarse_step=ints(minimum=2))),
     Case(W.scaling_data, args=(4.0, 10_000, 4096),
          bad=dict(s=reals(minimum=1.0), b=reals(above=1.0), L0=ints(minimum=1),
                   beta_fast=reals(above=0.0) | st.just(0.5), truncate=flags(), **_RS),
          names=dict(beta_fast="beta_fast")),
-    Case(W.scaling_explorer, kwargs=dict(factor=4.0),
+    Case(W.scaling_explorer, args=(HEAD,), kwargs=dict(factor=4.0, n_train=4096),
          bad=dict(config=st.sampled_from(["Llama-9", 3, ["x"]]),
-                  factor=reals(minimum=1.0, maximum=64.0), b=reals(above=1.0) | st.just(1e4 + .5),
-                  L0=ints(minimum=2), max_factor=reals(minimum=1.0), **_RS)),
+                  factor=reals(minimum=1.0, maximum=64.0), n_train=ints(minimum=2),
+                  max_factor=reals(minimum=1.0), **{"config.rope_theta": reals(above=1.0, none_ok=True)}),
+         names={"config.rope_theta": "rope_theta"}),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 
@@ -439,8 +449,8 @@ def test_scaling_explorer_refuses_a_yarn_config_without_its_trained_length():
 def test_scaling_explorer_refuses_a_config_that_records_no_trained_length(name):
     # default and linear read no L0: the explorer used to take max_position_embeddings for it
     # (Gemma 3's 131,072, the length after its 8x linear scaling, as if it were trained on it)
-    with pytest.raises(ValueError, match=r"config has rope_type '(default|linear)', which reads no "
-                                         r"trained length L0"):
+    with pytest.raises(ValueError, match=rf"config '{name}' has rope_type '(default|linear)', which "
+                                         r"reads no trained length L0"):
         W.scaling_explorer(name)
 
 
@@ -448,4 +458,4 @@ def test_scaling_explorer_starts_a_dynamic_config_from_max_position_embeddings()
     # HF's dynamic rule scales past max_position_embeddings: that is its trained length
     cfg = {"head_dim": 128, "rope_theta": 1e4, "max_position_embeddings": 8192,
            "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
-    assert W.scaling_explorer(cfg).values == {"factor": 2.0, "b": 10_000, "L0": 8192}
+    assert W.scaling_explorer(cfg).values == {"factor": 2.0, "b": 10_000, "n_train": 8192}

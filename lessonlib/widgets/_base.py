@@ -25,15 +25,40 @@ from matplotlib.text import Text
 from .. import _validate as check
 from .. import runtime
 from ..configs import config_dict  # "a config name or a dict": compute's one reader
+from ..models import Model, load_model
 from ._glyphs import fast_text
 
 __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
+           "model_arg", "rope_arg",
            "slider_int", "slider_real", "option", "int_list"]
 
 
 # ------------------------------------------------------------------ a factory's arguments
 # ipywidgets clamps a slider's starting value into its range, silently: a factory checks its
 # arguments first, with lessonlib's one vocabulary, so a value it cannot show is an error.
+
+
+def model_arg(model, name="config"):
+    """The ``models.Model`` a factory's ``name`` argument gives (a Model, a shipped config's
+    name or a config.json dict), read once; a config that cannot be read is an error naming
+    the argument and the key."""
+    try:
+        return load_model(model)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
+
+
+def rope_arg(config, name="config"):
+    """(name, ``rope.ScalingParameters``) of a factory's RoPE argument: a ``models.Model`` (its
+    ``scaling``, read once), a shipped config's name, or a config.json dict, a whole model's or
+    one head's (``{"head_dim": 128, "rope_theta": 10000.0}`` is a plain RoPE head). Errors name
+    the argument and the key."""
+    from ..rope import scaling_parameters
+    if isinstance(config, Model):
+        return config.name, config.scaling
+    cfg = config_dict(config, name)  # compute's errors name the key
+    return (config if isinstance(config, str) else str(cfg.get("model_type") or "head"),
+            scaling_parameters(cfg))
 
 def slider_int(name, value, lo, hi):
     """An integer slider's starting value: an int in [lo, hi]."""

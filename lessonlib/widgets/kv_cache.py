@@ -13,7 +13,8 @@ from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, 
                         kv_bytes_per_token, kv_cache_bytes, model_shape, sequence_bytes,
                         vllm_serve_in_flight_tokens)
 from ..plots import kv_cache as plots
-from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option, slider_layout
+from ._base import (Explorer, config_dict, freeze_layout, int_list, model_arg, new_figure, option,
+                    slider_layout)
 
 __all__ = ["kv_cache_explorer", "kv_head_options", "with_kv_heads", "head_map_text",
            "model_budget_explorer"]
@@ -57,19 +58,22 @@ def _sizes_gib(config, lengths, dtype_bytes):
             for n in lengths]
 
 
-def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_config="DeepSeek-V3",
-                      dtype_bytes=2, lengths=DEFAULT_LENGTHS):
+def kv_cache_explorer(config, *, mla_config, n=32768, kv_heads=None, dtype_bytes=2,
+                      lengths=DEFAULT_LENGTHS):
     """Sliders for context length n and the number of KV heads redraw the cache size.
 
     Left: the whole cache (GiB, exact tokens) against n for the model as MHA, with the slider's
     KV heads, as MQA, and a real MLA model (``mla_config``) for scale. Right: which KV head
-    each query head reads (``h // (hq / h_kv)``).
+    each query head reads (``h // (hq / h_kv)``). ``config`` and ``mla_config``: the
+    ``models.Model`` the notebook built (or a shipped name or a config.json dict), named in the
+    legend and the readout.
     """
-    cfg = config_dict(config)
-    if cfg.get("kv_lora_rank") is not None:
+    model = model_arg(config)
+    if model.mla:
         raise ValueError("config is an MLA model: it has no KV heads to vary; give a GQA config")
-    kv_bytes_per_token(cfg, dtype_bytes)  # validates the shape keys and dtype_bytes
-    shape = model_shape(cfg)
+    cfg = dict(model)
+    kv_bytes_per_token(cfg, dtype_bytes)  # validates dtype_bytes
+    shape = model.shape
     hq = shape.heads
     if kv_heads is None:
         kv_heads = shape.kv_heads
@@ -79,9 +83,8 @@ def kv_cache_explorer(config="Llama-3.1-8B", *, n=32768, kv_heads=None, mla_conf
         raise ValueError(f"kv_heads must divide the {hq} query heads: one of {options}")
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)
-    mla = config_dict(mla_config, "mla_config")
-    name = config if isinstance(config, str) else cfg.get("model_type", "model")
-    mla_name = mla_config if isinstance(mla_config, str) else "MLA model"
+    mla = model_arg(mla_config, "mla_config")
+    name, mla_name = model.name, mla.name
     labels = {"mha": f"MHA ({hq} KV heads)", "slider": "h_kv from the slider",
               "mqa": "MQA (1 KV head)",
               "mla": f"MLA: {mla_name}"}
@@ -196,9 +199,10 @@ def _budget_models():
             if not c.startswith("tiny-") and config_dict(c).get("model_type") in weights.MODEL_TYPES]
 
 
-def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type="f16",
+def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
                           lengths=BUDGET_LENGTHS):
-    """A shipped model, or a pasted or uploaded config.json, against a GPU's memory.
+    """A shipped model, or a pasted or uploaded config.json, against a GPU's memory. ``model``
+    starts the dropdown: a shipped config's name, or the ``models.Model`` of one.
 
     The figure: what one sequence needs beside the weights against context n (log-log), by
     each engine's rule (``kv_cache.sequence_bytes``: llama.cpp's cache plus its compute buffer's
@@ -210,6 +214,8 @@ def model_budget_explorer(model="Llama-3.1-8B", *, n=32768, gpu_gib=24, kv_type=
     """
     from .. import inspect_model as im
     names = _budget_models()
+    if not isinstance(model, str):  # the Model (or config dict) a cell built: its shipped name
+        model = model_arg(model, "model").name
     if model not in names:
         raise ValueError(f"model must be one of {names}, got {model!r}")
     lengths = int_list("lengths", lengths)

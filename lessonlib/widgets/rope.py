@@ -16,7 +16,7 @@ from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_an
                     outside_trained_arc, pairs_never_turning, rope_frequencies, scaling_parameters,
                     trained_arc_overshoot, turns_within, wavelengths, yarn_correction_range,
                     yarn_ramp)
-from ._base import (Explorer, config_dict, freeze_layout, int_list, new_figure, slider_int,
+from ._base import (Explorer, freeze_layout, int_list, new_figure, rope_arg, slider_int,
                     slider_layout, slider_real)
 
 __all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CLOCK_PAIRS",
@@ -130,12 +130,12 @@ def split_position(m, coarse_step=COARSE_STEP, max_coarse=None):
     return coarse, m - coarse
 
 
-def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
-                   max_position=65535, coarse_step=COARSE_STEP):
+def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=65535,
+                   coarse_step=COARSE_STEP):
     """Move the position m, the base b and the trained length: the clock hands of a few pairs
     turn, and the right panel shows, for all pairs, the angle at m against the angles training
-    showed them (defaults: notebook 07's head, d = 128, base 10,000, 4,096 trained positions,
-    m = 16,383).
+    showed them. ``config``: the head (a config.json dict, a shipped name or a ``models.Model``)
+    whose base b and rotary dim r start the sliders; ``n_train`` the trained length.
 
     m is two sliders: "coarse m" moves in steps of ``coarse_step`` over 0..``max_position``
     and "fine" adds -coarse_step/2 .. +coarse_step/2 one position at a time, so any position,
@@ -143,7 +143,8 @@ def clock_explorer(*, m=16383, b=10_000, n_train=4096, r=128, pairs=CLOCK_PAIRS,
     kept inside 0..max_position. ``explorer.set_position(m)`` sets both;
     ``explorer.data["m"]`` is the position shown.
     """
-    r = _rotary(r)
+    _, sp = rope_arg(config)
+    r, b = _rotary(sp.rotary_dim), sp.base
     pairs = int_list("pairs", pairs, minimum=0)
     if any(p >= r // 2 for p in pairs):
         raise ValueError(f"pairs must be in 0..{r // 2 - 1}, got {pairs}")
@@ -303,7 +304,7 @@ def _elsewhere(controls):
         values = [v for _, v in slider.options]
         return max(values, key=lambda v: abs(math.log(v / slider.value)))
 
-    return other, farthest(controls["b"]), farthest(controls["L0"])
+    return other, farthest(controls["b"]), farthest(controls["n_train"])
 
 
 def _ratio_floor(max_factor):
@@ -312,34 +313,37 @@ def _ratio_floor(max_factor):
     return min(1 / (1.5 * max_factor), 0.8 * 10.0 ** math.floor(math.log10(1 / max_factor)))
 
 
-def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
-                     max_factor=64.0):
+def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
     """Sliders for the scale factor s, the base b and the trained length L0 redraw the per-pair
     frequency kept by PI, NTK-aware, YaRN and llama3 (top left), YaRN's ramp under it, and the
-    wavelengths (right); the readout states the YaRN band. Defaults: notebook 08's head
-    (d = 128, b = 10,000, L0 = 4,096, s = 4). ``config`` (a name for ``load_config`` or a dict)
-    starts from a model's own values.
+    wavelengths (right); the readout states the YaRN band. ``config``: the ``models.Model`` (or
+    a shipped name or a config.json dict) whose RoPE starts the sliders: its base b and rotary
+    dim r, and, where its rope_scaling gives them, s and L0 (YaRN's betas too); ``factor`` and
+    ``n_train`` give s and L0 where it does not (a plain RoPE head), or start elsewhere.
     """
+    name, sp = rope_arg(config)
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True
-    if config is not None:
-        sp = scaling_parameters(config_dict(config))  # compute's rules: YaRN without L0 fails here
-        if sp.original_max is None:
-            raise ValueError(f"config has rope_type {sp.rope_type!r}, which reads no trained length "
-                             "L0 (original_max_position_embeddings) to start the explorer from: "
-                             "give factor, b and L0 instead")
-        factor, b, L0, r = sp.factor, sp.base, sp.original_max, sp.rotary_dim
-        if sp.rope_type == "yarn":
-            beta_fast, beta_slow, truncate = sp.beta_fast, sp.beta_slow, sp.truncate
+    if sp.rope_type == "yarn":
+        beta_fast, beta_slow, truncate = sp.beta_fast, sp.beta_slow, sp.truncate
+    if factor is None:
+        factor = sp.factor if sp.original_max is not None else None
+    if n_train is None:
+        n_train = sp.original_max
+    if factor is None or n_train is None:
+        raise ValueError(f"config {name!r} has rope_type {sp.rope_type!r}, which reads no "
+                         "trained length L0 (original_max_position_embeddings) and factor to "
+                         "start the explorer from: give factor and n_train")
+    b, r, L0 = sp.base, sp.rotary_dim, n_train
     max_factor = check.real("max_factor", max_factor, minimum=1.0)
     factor = slider_real("factor", factor, 1.0, max_factor)
-    r, b, L0 = _rotary(r), _base(b), check.integer("L0", L0, minimum=2)
+    r, b, L0 = _rotary(r), _base(b), check.integer("n_train", L0, minimum=2)
     controls = {
         "factor": widgets.FloatSlider(value=factor, min=1.0, max=max_factor,
                                       step=0.5, readout_format=".1f", description="factor",
                                       **_slider_layout("280px")),
         "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
                                      description="base b", **_slider_layout("290px")),
-        "L0": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=L0,
+        "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=L0,
                                       description="trained length L0", **_slider_layout("310px")),
     }
     # Two columns that fit a laptop's output area (9.2 in at 100 dpi): the frequency kept over
@@ -356,7 +360,7 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
     # Fixed y limits for every slider setting: the slowest wavelength at the largest b and s
     widest = scaling_data(max_factor, max(v for _, v in controls["b"].options),
-                          max(v for _, v in controls["L0"].options), r, beta_fast, beta_slow,
+                          max(v for _, v in controls["n_train"].options), r, beta_fast, beta_slow,
                           truncate)
     top = max(max(w.max() for w in widest["wavelengths"].values()), widest["target"])
     artists = {
@@ -369,7 +373,8 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
     ax_ratio.tick_params(labelbottom=False)  # the ramp under it names the pairs
     freeze_layout(fig)
 
-    def redraw(factor, b, L0):
+    def redraw(factor, b, n_train):
+        L0 = n_train
         d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
         plots.update_frequency_ratios(artists["ratios"], d["ratios"], d["band"])
         plots.update_wavelengths(artists["wavelengths"], d["wavelengths"], L0, d["target"],
@@ -381,6 +386,6 @@ def scaling_explorer(config=None, *, factor=4.0, b=10_000, L0=4096, r=128,
                         artists=artists)
     # The band's ends and the levels' names move with the sliders: a rehearsal at another
     # setting, where every one of them moves, saves each slider's first move a full draw.
-    explorer.rehearse(**dict(zip(("factor", "b", "L0"), _elsewhere(controls))))
+    explorer.rehearse(**dict(zip(("factor", "b", "n_train"), _elsewhere(controls))))
     explorer.betas = (beta_fast, beta_slow)
     return explorer

@@ -1,0 +1,155 @@
+"""A model, read once: ``load_model`` turns a config.json dict, a shipped config's name or a GGUF
+file into a ``Model``, which checks the config and keeps what the lessons read from it.
+
+    >>> from lessonlib.models import load_model
+    >>> llama = load_model("Llama-3.1-8B")
+    >>> llama.name, llama.shape.kv_heads, llama.params
+    ('Llama-3.1-8B', 8, 8030261248)
+    >>> llama["rope_theta"]            # still the config.json: every key reads as before
+    500000.0
+
+A ``Model`` is a read-only dict of the config.json (so every function of lessonlib that takes a
+config takes it unchanged) carrying what is read from it once, at construction:
+
+    name               what it is called: the shipped config's name, the GGUF file's stem, or
+                       the name given (else the config's ``model_type``)
+    shape              ``kv_cache.ModelShape``: layers, query heads, KV heads, head dim
+    windows            ``kv_cache.layer_windows``: None per global layer, W per sliding one
+    llamacpp_windows   the same as llama.cpp runs the model (``kv_cache.llamacpp_layer_windows``)
+    mla                True for a multi-head latent attention model (``kv_lora_rank``: DeepSeek),
+                       which caches one latent per token instead of KV heads
+    scaling            ``rope.ScalingParameters`` of the (global layers') RoPE
+    params             the parameter count as the checkpoint stores it
+                       (``weights.weight_bytes``), or None where lessonlib does not count the
+                       architecture; ``params_note`` then says why
+    dtype              the torch dtype of the checkpoint's unquantized tensors
+                       (``weights.Weights.dtype``), None where ``params`` is
+
+A config that cannot be read fails here, once, with the error naming its key: the figure and
+the readout of a widget given a ``Model`` never meet a malformed config. A widget factory takes
+the ``Model`` (or a name or dict, turned into one) that the notebook cell built, and names it in
+its legend and readout.
+
+``text_config`` and ``int_key`` are the two readers every config-reading module shares: the
+language model's part of a multimodal config, and one integer key checked with its name.
+"""
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from .. import _validate as check
+
+__all__ = ["Model", "load_model", "text_config", "int_key"]
+
+
+def text_config(config):
+    """The language-model part of a config.json dict: multimodal configs nest it under
+    ``text_config``; any other config is its own. A config that is not a dict is an error."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must be a dict (a config.json), got {check.describe(config)}")
+    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), Mapping):
+        return config["text_config"]
+    return config
+
+
+def int_key(config, key, *, minimum=1):
+    """``config[key]`` as an int >= ``minimum``; missing or null is an error naming the key."""
+    if key not in config or config[key] is None:
+        raise ValueError(f"config is missing {key!r}")
+    return check.integer(key, config[key], minimum=minimum)
+
+
+def _read_only(*_, **__):
+    raise TypeError("a Model is read-only: build another with load_model(dict(model) | {...})")
+
+
+@dataclass(frozen=True)
+class _Facts:
+    name: str
+    shape: object
+    windows: tuple
+    llamacpp_windows: tuple
+    mla: bool
+    scaling: object
+    params: object
+    params_note: object
+    dtype: object
+
+
+class Model(dict):
+    """A config.json, read once (see the module docstring). Build it with ``load_model``."""
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __init__(self, config, facts):
+        super().__init__(config)
+        object.__setattr__(self, "_facts", facts)
+
+    def __setattr__(self, key, value):
+        _read_only()
+
+    def __getattr__(self, key):
+        facts = object.__getattribute__(self, "_facts")
+        try:
+            return getattr(facts, key)
+        except AttributeError:
+            raise AttributeError(f"a Model has no {key!r}") from None
+
+    def __repr__(self):
+        s = self.shape
+        return (f"Model({self.name!r}: {s.layers} layers, {s.heads} query heads, "
+                f"{s.kv_heads} KV heads of {s.head_dim})")
+
+    def __reduce__(self):
+        return (load_model, (dict(self),), {"name": self.name})
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _read(config, name):
+    from .. import kv_cache, rope, weights
+    shape = kv_cache.model_shape(config)
+    windows = tuple(kv_cache.layer_windows(config))
+    llamacpp = tuple(kv_cache.llamacpp_layer_windows(config))
+    scaling = rope.scaling_parameters(text_config(config))
+    try:
+        w = weights.weight_bytes(config)
+        params, note, dtype = w.params, None, w.dtype
+    except ValueError as err:
+        params, note, dtype = None, f"not counted: {err}", None
+    mla = text_config(config).get("kv_lora_rank") is not None
+    return _Facts(name, shape, windows, llamacpp, mla, scaling, params, note, dtype)
+
+
+def load_model(source, *, name=None):
+    """A ``Model`` from ``source``: a shipped config's name (``configs.config_names()``), a
+    config.json dict, a path to a ``.gguf`` file (``gguf_file.read_gguf``'s config) or a
+    ``Model`` (returned as it is unless ``name`` renames it). ``name`` defaults to the shipped
+    name, the file's stem, or the config's ``model_type``. The config is deep-copied: changing
+    the dict afterwards does not change the Model."""
+    if name is not None:
+        name = check.text("name", name)
+    if isinstance(source, Model):
+        return source if name is None or name == source.name else load_model(dict(source), name=name)
+    if isinstance(source, str) and not source.endswith(".gguf"):
+        from ..configs import load_config
+        return _build(load_config(source), name or source)
+    if isinstance(source, (str, Path)):
+        from ..gguf_file import read_gguf
+        path = Path(source)
+        return _build(read_gguf(path).config, name or path.stem)
+    if isinstance(source, Mapping):
+        config = copy.deepcopy(dict(source))
+        return _build(config, name or str(text_config(config).get("model_type") or "model"))
+    raise ValueError("source must be a config name, a config.json dict, a .gguf path or a Model, "
+                     f"got {check.describe(source)}")
+
+
+def _build(config, name):
+    return Model(config, _read(config, name))
