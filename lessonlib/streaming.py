@@ -62,6 +62,42 @@ def _token_vectors(k, v, shapes):
     return k, v, (k.shape, v.shape)
 
 
+def _holds_exactly(a, dtype):
+    """True when every value of ``a`` survives a round trip through ``dtype``."""
+    if a.dtype == dtype or a.size == 0:
+        return True
+    with np.errstate(invalid="ignore", over="ignore"):  # out of range: unequal, reported below
+        back = a.astype(dtype).astype(a.dtype)
+    return bool(np.array_equal(back, a))
+
+
+def _joined_dtype(name, x, cached_dtype, cached, what):
+    """The dtype that holds the cached vectors and the new one ``x``: ``np.result_type``, which
+    widens (an int key after a float one makes floats). ValueError naming ``name`` and both dtypes
+    when it would round a value of ``x`` or of the cached ones (an int64 past 2^53 in float64: the
+    nearest float was stored, silently). ``cached()`` gives the cached vectors as one array; it is
+    called only when the dtype changes, so an append of the same dtype costs nothing more."""
+    dtype = np.result_type(cached_dtype, x.dtype)
+    checks = [(lambda: x, name)]
+    if dtype != cached_dtype:
+        checks.append((cached, f"a cached {what[:-1]}"))
+    for values, whose in checks:
+        values = values()
+        if _holds_exactly(values, dtype):
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            rounded = values.astype(dtype)
+            bad = np.flatnonzero(rounded.astype(values.dtype) != values)[0]
+        exact = (f" ({dtype} holds integers exactly only up to 2^{np.finfo(dtype).nmant + 1})"
+                 if np.issubdtype(dtype, np.floating) else "")
+        raise ValueError(f"{name} (dtype {x.dtype}) cannot join the cached {what} (dtype "
+                         f"{cached_dtype}) without rounding: both would be stored as {dtype}, "
+                         f"which turns {whose}'s {values.flat[bad].item()!r} into "
+                         f"{rounded.flat[bad].item()!r}{exact}; give every token's {name} one "
+                         f"dtype")
+    return dtype
+
+
 # --------------------------------------------------------------------------- sliding window
 
 class RingBuffer:
@@ -71,7 +107,10 @@ class RingBuffer:
     ``evicted`` is the position it overwrote (``None`` while the buffer fills). ``k`` and ``v``
     are 1-D vectors of one shape for every token (``v`` defaults to ``k``), or both left out
     for every token (positions only). The slots take the dtype of the vectors, widened (never
-    narrowed) when a later one needs it: an int key followed by a float key makes them float.
+    narrowed) to ``np.result_type`` when a later one needs it: an int key followed by a float
+    key makes them float. Nothing is ever truncated or rounded: a vector whose values, or the
+    cached ones, the widened dtype would not hold exactly (an int64 past 2^53 in float64) is a
+    ValueError naming ``k`` or ``v`` and both dtypes, and the cache is left as it was.
     ``positions`` is the slot array (-1 = empty); ``entries()`` gives (positions, keys,
     values) of the filled slots, in slot order.
     """
@@ -85,7 +124,13 @@ class RingBuffer:
         self._shapes = None  # (d_k,), (d_v,) once known; False: positions only
 
     def append(self, k=None, v=None):
-        k, v, self._shapes = _token_vectors(k, v, self._shapes)
+        k, v, shapes = _token_vectors(k, v, self._shapes)
+        if k is not None and self.keys is not None:  # checked before anything changes
+            key_dtype = _joined_dtype("k", k, self.keys.dtype, lambda: self._kept(self.keys),
+                                      "keys")
+            value_dtype = _joined_dtype("v", v, self.values.dtype,
+                                        lambda: self._kept(self.values), "values")
+        self._shapes = shapes
         p = self.next_position
         slot = p % self.W
         evicted = int(self.positions[slot]) if self.positions[slot] >= 0 else None
@@ -94,11 +139,18 @@ class RingBuffer:
             if self.keys is None:
                 self.keys = np.zeros((self.W,) + k.shape, dtype=k.dtype)
                 self.values = np.zeros((self.W,) + v.shape, dtype=v.dtype)
-            self.keys = self.keys.astype(np.result_type(self.keys, k), copy=False)
-            self.values = self.values.astype(np.result_type(self.values, v), copy=False)
+            else:
+                self.keys = self.keys.astype(key_dtype, copy=False)
+                self.values = self.values.astype(value_dtype, copy=False)
             self.keys[slot], self.values[slot] = k, v
         self.next_position = p + 1
         return slot, evicted
+
+    def _kept(self, slots):
+        """The filled slots that stay after the next append (it overwrites one)."""
+        filled = self.positions >= 0
+        filled[self.next_position % self.W] = False
+        return slots[filled]
 
     def held_positions(self):
         """The positions in the cache, sorted: the window of the next query but one slot."""
@@ -153,6 +205,7 @@ class StreamingCache:
         self._positions, self._keys, self._values = [], [], []
         self.next_position = 0
         self._shapes = None  # (d_k,), (d_v,) once known; False: positions only
+        self._dtypes = None  # (keys', values' dtype) once known: what ``keys`` stacks them as
 
     @property
     def capacity(self):
@@ -162,8 +215,15 @@ class StreamingCache:
         """Add the next token; returns the evicted original position, or ``None``.
 
         ``k`` and ``v`` as in ``RingBuffer.append``: 1-D vectors of one shape (copied), or
-        both left out for every token."""
-        k, v, self._shapes = _token_vectors(k, v, self._shapes)
+        both left out for every token; ``keys`` and ``values`` stack them in one dtype, widened
+        as RingBuffer widens, and never rounded (an error naming ``k`` or ``v`` instead)."""
+        k, v, shapes = _token_vectors(k, v, self._shapes)
+        if k is not None:  # checked before anything changes
+            self._dtypes = (k.dtype, v.dtype) if self._dtypes is None else (
+                _joined_dtype("k", k, self._dtypes[0], lambda: self._kept(self._keys), "keys"),
+                _joined_dtype("v", v, self._dtypes[1], lambda: self._kept(self._values),
+                              "values"))
+        self._shapes = shapes
         self._positions.append(self.next_position)
         self._keys.append(None if k is None else k.copy())
         self._values.append(None if k is None else v.copy())
@@ -174,6 +234,12 @@ class StreamingCache:
                 del kept[i]
             return self._positions.pop(i)
         return None
+
+    def _kept(self, vectors):
+        """The cached vectors that stay after the next append (one is evicted when full)."""
+        if len(vectors) >= self.capacity:
+            vectors = vectors[:self.n_sink] + vectors[self.n_sink + 1:]
+        return np.stack(vectors) if vectors else np.zeros(0)
 
     def __len__(self):
         return len(self._positions)

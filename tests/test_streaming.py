@@ -227,6 +227,45 @@ def test_ring_buffer_never_truncates_a_float_key_after_an_int_one():
 
 
 @pytest.mark.parametrize("cache", [lambda: RingBuffer(3), lambda: StreamingCache(1, 2)])
+def test_a_key_that_would_be_rounded_is_an_error_not_a_nearby_number(cache):
+    """Issue 31: widening kept a float key after an int one, but an int64 past 2^53 (cached, or
+    new in float slots) was rounded to the nearest float64, silently. Now the append is refused,
+    naming k or v and both dtypes, and the cache is left as it was."""
+    big = 2**53 + 1
+    c = cache()
+    c.append(np.array([big, 2]))
+    with pytest.raises(ValueError) as err:
+        c.append(np.array([1.5, 2.5]))
+    assert str(err.value) == (
+        "k (dtype float64) cannot join the cached keys (dtype int64) without rounding: both would "
+        "be stored as float64, which turns a cached key's 9007199254740993 into "
+        "9007199254740992.0 (float64 holds integers exactly only up to 2^53); give every "
+        "token's k one dtype")
+    assert c.next_position == 1 and c.positions[c.positions >= 0].tolist() == [0]
+    assert int(c.keys[0][0]) == big  # unchanged, still exact
+    c.append(np.array([7, 8]))  # the same dtype goes on as before
+    f = cache()
+    f.append(np.array([0.5, 1.0]), np.array([0.25]))
+    with pytest.raises(ValueError, match=r"^k \(dtype int64\) cannot join the cached keys \(dtype "
+                                         r"float64\) without rounding: .* turns k's "
+                                         r"9007199254740993 into 9007199254740992.0"):
+        f.append(np.array([big, 0]), np.array([0.5]))
+    with pytest.raises(ValueError, match=r"^v \(dtype uint64\) cannot join the cached values "
+                                         r"\(dtype float64\)"):
+        f.append(np.array([1.0, 2.0]), np.array([2**64 - 1], dtype=np.uint64))
+    f.append(np.array([3, 4]), np.array([5], dtype=np.int32))  # small ints: exact in float64
+    assert f.keys.dtype == f.values.dtype == np.float64
+
+
+def test_a_rounded_value_that_is_evicted_by_the_append_is_no_loss():
+    ring, sinks = RingBuffer(1), StreamingCache(0, 1)
+    for c in (ring, sinks):
+        c.append(np.array([2**53 + 1]))
+        c.append(np.array([0.5]))  # overwrites / evicts the only int64 key
+        assert c.keys.tolist() == [[0.5]]
+
+
+@pytest.mark.parametrize("cache", [lambda: RingBuffer(3), lambda: StreamingCache(1, 2)])
 def test_cached_vectors_keep_one_shape_and_are_all_or_nothing(cache):
     c = cache()
     c.append(np.zeros(3), np.ones(2))
@@ -330,6 +369,10 @@ _SV = dict(scores=arrays_with(_SCORES, kind="real", ranks=(1,)) | st.just(_SCORE
            values=arrays_with(_VALUES, kind="real", ranks=(1,)) | st.just(_VALUES[:5]))
 
 
+_ROUNDED_K = np.array([2**53 + 1, 0, 0])  # int64 that float64 slots would round
+_ROUNDED_V = np.array([2**60 + 1, 0])
+
+
 def _ring_append(k, v):
     ring = RingBuffer(4)
     ring.append(np.ones(3), np.ones(2))
@@ -345,14 +388,14 @@ def _sink_append(k, v):
 BAD_INPUTS = [
     Case(RingBuffer, args=(4,), bad=dict(W=ints(minimum=1))),
     Case(RingBuffer.append, call=_ring_append, args=(_k, _v),
-         bad=dict(_VECTORS, k=_VECTORS["k"] | st.just(np.zeros(4)),
-                  v=_VECTORS["v"] | st.just(np.zeros(3)))),
+         bad=dict(_VECTORS, k=_VECTORS["k"] | st.sampled_from([np.zeros(4), _ROUNDED_K]),
+                  v=_VECTORS["v"] | st.sampled_from([np.zeros(3), _ROUNDED_V]))),
     Case(RingBuffer.append, call=lambda k, v: RingBuffer(4).append(k, v), args=(_k, _v),
          id="RingBuffer.append[first]", bad=_VECTORS),
     Case(StreamingCache, args=(4, 8), bad=dict(n_sink=ints(minimum=0), n_recent=ints(minimum=1))),
     Case(StreamingCache.append, call=_sink_append, args=(_k, _v),
-         bad=dict(_VECTORS, k=_VECTORS["k"] | st.just(np.zeros(4)),
-                  v=_VECTORS["v"] | st.just(np.zeros(3)))),
+         bad=dict(_VECTORS, k=_VECTORS["k"] | st.sampled_from([np.zeros(4), _ROUNDED_K]),
+                  v=_VECTORS["v"] | st.sampled_from([np.zeros(3), _ROUNDED_V]))),
     Case(receptive_field, args=(2, 4), bad=dict(n_layers=ints(minimum=1), W=ints(minimum=1))),
     Case(reachable_distance, args=(3, 4), kwargs=dict(n=5),
          bad=dict(n_layers=ints(minimum=1), W=ints(minimum=1), n=ints(minimum=1, none_ok=True))),
