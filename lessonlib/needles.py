@@ -297,6 +297,18 @@ def _checked_answer(model, answer, prompt):
     return answer
 
 
+def _ask(model, prompt, pass_prompt):
+    """The model's answer for one cell; an exception it raises becomes a ValueError naming the
+    model and the cell, chained to the model's own (its traceback stays above the message)."""
+    try:
+        return model(prompt if pass_prompt else prompt.text)
+    except Exception as err:
+        raise ValueError(f"model {_model_name(model)} raised {type(err).__name__} for the cell "
+                         f"length={prompt.length}, depth={prompt.depth:g}: {err} (the grid stops "
+                         f"at the first cell whose call fails; the model's own error and "
+                         f"traceback are chained above)") from err
+
+
 def run_needle_grid(model, lengths, depths, *, needle=DEFAULT_NEEDLE, question=DEFAULT_QUESTION,
                     filler=None, tokenizer=None, pass_prompt=False, progress=True,
                     desc="needle grid"):
@@ -304,7 +316,7 @@ def run_needle_grid(model, lengths, depths, *, needle=DEFAULT_NEEDLE, question=D
 
     ``model(prompt.text)`` (or ``model(prompt)`` with ``pass_prompt=True``) must return a str,
     the reply alone: a non-str answer, or one that contains the prompt's context (an echo), is
-    a ValueError naming the cell. A ``tqdm.auto`` bar counts the cells (``progress=False``
+    a ValueError naming the cell, and so is an exception the model raises (chained to it). A ``tqdm.auto`` bar counts the cells (``progress=False``
     hides it). Returns a ``NeedleGrid``.
     """
     check.function("model", model)
@@ -329,8 +341,7 @@ def run_needle_grid(model, lengths, depths, *, needle=DEFAULT_NEEDLE, question=D
                 d = int(depth) if depth.is_integer() else float(depth)
                 prompt = build_needle_prompt(int(n), d, needle=needle, question=question,
                                              filler=filler, tokenizer=tokenizer)
-                answer = _checked_answer(model, model(prompt if pass_prompt else prompt.text),
-                                         prompt)
+                answer = _checked_answer(model, _ask(model, prompt, pass_prompt), prompt)
                 found[i, j] = answer_matches(answer, needle)
                 row.append(answer)
                 bar.update(1)

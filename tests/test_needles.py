@@ -139,6 +139,37 @@ def test_a_non_string_answer_is_an_error_naming_the_model_and_the_cell(answer):
         run_needle_grid(model, [50], [25], progress=False)
 
 
+def test_a_model_that_raises_is_an_error_naming_the_model_and_the_cell():
+    """Issue 31: a model that raised ended the grid in its bare ZeroDivisionError (or a client's
+    ConnectionError), saying neither which model nor which cell; now a ValueError names both and
+    chains the model's own exception."""
+    def flaky(text):
+        if len(text.split()) > 60:  # the second length only
+            return 1 / 0
+        return "CODE-4721"
+
+    with pytest.raises(ValueError) as err:
+        run_needle_grid(flaky, [50, 100], [0, 50], progress=False)
+    assert str(err.value) == (
+        "model flaky raised ZeroDivisionError for the cell length=100, depth=0: division by zero "
+        "(the grid stops at the first cell whose call fails; the model's own error and traceback "
+        "are chained above)")
+    assert isinstance(err.value.__cause__, ZeroDivisionError)
+
+    class Client:
+        def __call__(self, prompt):
+            raise ConnectionError("llama-server refused the connection")
+
+    with pytest.raises(ValueError, match=r"^model Client raised ConnectionError for the cell "
+                                         r"length=20, depth=12.5: llama-server refused") as err:
+        run_needle_grid(Client(), [20], [12.5], pass_prompt=True, progress=False)
+    assert isinstance(err.value.__cause__, ConnectionError)
+    # the stand-in model fed a NeedlePrompt it cannot read: its own ValueError, now with the cell
+    with pytest.raises(ValueError, match=r"^model EdgeHeavyModel raised ValueError for the cell "
+                                         r"length=20, depth=0: text must be a string"):
+        run_needle_grid(EdgeHeavyModel(), [20], [0], pass_prompt=True, progress=False)
+
+
 def test_a_model_that_echoes_its_prompt_is_an_error_not_100_percent():
     """A HuggingFace text-generation pipeline returns the prompt plus the completion unless
     return_full_text=False: every answer then contains the needle, and the grid scored 100%."""
@@ -251,7 +282,8 @@ _FILLER = st.one_of(st.sampled_from(["", "   ", b"w1 w2", 7, 2.5, {"w": 1}, [], 
 _TOKENIZER = st.sampled_from(["words", 3, object(), _NoDecode(), [WordTokenizer()]])
 _MODEL = not_callable() | st.sampled_from([
     _answering(None), _answering(4721), _answering(b"CODE-4721"), _answering(["CODE-4721"]),
-    lambda text: text, lambda text: text + " CODE-4721", lambda text: text.split("\n\n")[0]])
+    lambda text: text, lambda text: text + " CODE-4721", lambda text: text.split("\n\n")[0],
+    lambda text: 1 / 0])  # a model that raises
 _LENGTHS = st.sampled_from([[], [0], [10.0], [True], "10", 10, [None], [[10]], np.array(10)])
 _DEPTHS = st.sampled_from([[], [101], [-1], [True], [np.nan], "50", 50, ["50"], [[0, 50]],
                            [0, 1 + 2j], np.array(50)])
