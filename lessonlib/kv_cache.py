@@ -35,6 +35,7 @@ import numpy as np
 from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
+from .models import Model
 from .traffic import GIB, MIB, score_slice_bytes
 
 __all__ = [
@@ -168,8 +169,11 @@ def model_shape(config):
     as ``kv_bytes_per_token`` reads it, with its errors (a missing or non-integer key, a head
     count that does not divide, a ``hidden_size`` that is no multiple of the heads), which
     name the config key. RoPE's rotary dim is ``rope.rotary_dim(config)``: it depends on the
-    rope parameters and, for some models, on the layer type.
+    rope parameters and, for some models, on the layer type. A ``models.Model`` gives the
+    shape it read once.
     """
+    if isinstance(config, Model):
+        return config.shape
     cfg = _text_config(config)
     layers = _int_key(cfg, "num_hidden_layers")
     heads = _int_key(cfg, "num_attention_heads")
@@ -226,6 +230,8 @@ def kv_cell_bytes(config, kv_type="f16"):
     an MLA cache one row of ``kv_lora_rank + qk_rope_head_dim``. f16 gives
     ``kv_bytes_per_token_per_layer(config, 2)``; q8_0 17/16 of f16's half (34 bytes per 32)."""
     kind = KV_TYPES[check.choice("kv_type", kv_type, KV_TYPES)]
+    if isinstance(config, Model):
+        return config.memo(("kv_cell_bytes", kind.name), lambda: kv_cell_bytes(dict(config), kv_type))
     cfg = _text_config(config)
     if cfg.get("kv_lora_rank") is not None:
         n = _int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")
@@ -323,7 +329,10 @@ def layer_windows(config):
                                       m >= num_hidden_layers leaves none)
       ``sliding_window`` W            every layer windowed (Mistral-7B-v0.1); null: none
     ``sliding_window``, when given, must be an integer >= 1 whether or not a layer uses it.
+    A ``models.Model`` gives the windows it read once.
     """
+    if isinstance(config, Model):
+        return list(config.windows)
     cfg = _text_config(config)
     n_layers = _int_key(cfg, "num_hidden_layers")
     use_sliding_window = _use_sliding_window(cfg)
@@ -343,6 +352,8 @@ def llamacpp_layer_windows(config):
     ``LLAMACPP_NO_SWA`` (Mistral-7B-v0.1, Qwen2, Phi-3: their llama.cpp loaders read no window
     or switch it off), else as ``layer_windows`` reads the config (Gemma 2/3, gpt-oss, and
     configs without a model_type)."""
+    if isinstance(config, Model):
+        return list(config.llamacpp_windows)
     windows = layer_windows(config)
     if str(_text_config(config).get("model_type", "")) in LLAMACPP_NO_SWA:
         return [None] * len(windows)
@@ -546,6 +557,10 @@ def vllm_kv_cache_groups(config):
     (group_size, [(window, real layers)], padding layers). Gemma 3 27B: 10 full layers and 52
     sliding ones give groups of 10, six sliding groups, 8 padding layers (15% of the sliding
     layers' memory, for nothing)."""
+    if isinstance(config, Model):
+        size, groups, padding = config.memo("vllm_kv_cache_groups",
+                                            lambda: vllm_kv_cache_groups(dict(config)))
+        return size, list(groups), padding
     windows = layer_windows(config)
     kinds = {}
     for W in windows:

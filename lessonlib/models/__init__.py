@@ -19,9 +19,10 @@ config takes it unchanged) carrying what is read from it once, at construction:
     mla                True for a multi-head latent attention model (``kv_lora_rank``: DeepSeek),
                        which caches one latent per token instead of KV heads
     scaling            ``rope.ScalingParameters`` of the (global layers') RoPE
-    params             the parameter count as the checkpoint stores it
-                       (``weights.weight_bytes``), or None where lessonlib does not count the
-                       architecture; ``params_note`` then says why
+    weights            ``weights.Weights``: the parameter count and bytes as the checkpoint
+                       stores them, or None where lessonlib does not count the architecture;
+                       ``params_note`` then says why (``weight_bytes``' error)
+    params             ``weights.params`` (None where weights is)
     dtype              the torch dtype of the checkpoint's unquantized tensors
                        (``weights.Weights.dtype``), None where ``params`` is
 
@@ -72,9 +73,16 @@ class _Facts:
     llamacpp_windows: tuple
     mla: bool
     scaling: object
-    params: object
+    weights: object
     params_note: object
-    dtype: object
+
+    @property
+    def params(self):
+        return None if self.weights is None else self.weights.params
+
+    @property
+    def dtype(self):
+        return None if self.weights is None else self.weights.dtype
 
 
 class Model(dict):
@@ -86,6 +94,7 @@ class Model(dict):
     def __init__(self, config, facts):
         super().__init__(config)
         object.__setattr__(self, "_facts", facts)
+        object.__setattr__(self, "_memo", {})
 
     def __setattr__(self, key, value):
         _read_only()
@@ -96,6 +105,14 @@ class Model(dict):
             return getattr(facts, key)
         except AttributeError:
             raise AttributeError(f"a Model has no {key!r}") from None
+
+    def memo(self, key, compute):
+        """``compute()``, once per Model and ``key``: what compute derives from the config alone
+        (a cell's bytes, vLLM's groups) is read once, not at every slider step."""
+        memo = object.__getattribute__(self, "_memo")
+        if key not in memo:
+            memo[key] = compute()
+        return memo[key]
 
     def __repr__(self):
         s = self.shape
@@ -119,12 +136,11 @@ def _read(config, name):
     llamacpp = tuple(kv_cache.llamacpp_layer_windows(config))
     scaling = rope.scaling_parameters(text_config(config))
     try:
-        w = weights.weight_bytes(config)
-        params, note, dtype = w.params, None, w.dtype
+        w, note = weights.weight_bytes(config), None
     except ValueError as err:
-        params, note, dtype = None, f"not counted: {err}", None
+        w, note = None, str(err)
     mla = text_config(config).get("kv_lora_rank") is not None
-    return _Facts(name, shape, windows, llamacpp, mla, scaling, params, note, dtype)
+    return _Facts(name, shape, windows, llamacpp, mla, scaling, w, note)
 
 
 def load_model(source, *, name=None):
@@ -143,7 +159,7 @@ def load_model(source, *, name=None):
     if isinstance(source, (str, Path)):
         from ..gguf_file import read_gguf
         path = Path(source)
-        return _build(read_gguf(path).config, name or path.stem)
+        return _build(read_gguf(str(path)).config, name or path.stem)
     if isinstance(source, Mapping):
         config = copy.deepcopy(dict(source))
         return _build(config, name or str(text_config(config).get("model_type") or "model"))

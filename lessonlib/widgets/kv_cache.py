@@ -9,6 +9,7 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
+from ..models import load_model
 from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, gqa_head_map,
                         kv_bytes_per_token, kv_cache_bytes, model_shape, sequence_bytes,
                         vllm_serve_in_flight_tokens)
@@ -258,12 +259,16 @@ def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
     plots.pin_legend(ax)  # the key under the axes, off the data: drawn once, not every step
     cache = {}
 
+    models = {}  # each shipped model read once (a Model), not at every slider step
+
     def read(model, pasted, upload):
         if model != YOUR_CONFIG:
-            return model, config_dict(model)
+            if model not in models:
+                models[model] = load_model(model)
+            return model, models[model]
         up = _uploaded(upload)
         name, text = up if up is not None else ("config.json", pasted)
-        return name, config_from_text(text, name)
+        return name, load_model(config_from_text(text, name), name=name)
 
     def limits(key, cfg, weights_bytes):
         """Y limits for this model: every cache type's curves and every GPU's room, so moving n,
@@ -329,14 +334,12 @@ def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
                     disabled_when={name: (lambda v: v["model"] != YOUR_CONFIG) for name in own})
 
 
-def _weights(cfg):
-    """(bytes, where from) of the weights, or (None, why not) when the config's model type is
-    one lessonlib.weights does not count."""
-    from .. import weights
-    try:
-        w = weights.weight_bytes(cfg)
-    except ValueError as err:
-        return None, f"not counted ({err}); the room lines leave them out"
+def _weights(model):
+    """(bytes, where from) of a ``models.Model``'s weights, or (None, why not) when its model
+    type is one lessonlib.weights does not count."""
+    w = model.weights
+    if w is None:
+        return None, f"not counted ({model.params_note}); the room lines leave them out"
     return w.bytes, f"{w.params / 1e9:.2f}B parameters, as published"
 
 
