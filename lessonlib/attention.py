@@ -239,9 +239,10 @@ def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_token
     first = 0 if window is None else max(0, q_lo - window + 1)  # p - j < W for some p
     blocks = range((first // block_k) * block_k, last, block_k)
     sinks = range(0, min(sink_tokens, last), block_k) if window is not None else range(0)
-    _check_entries(f"nk and block_k: the key blocks to visit ({nk:,} keys in blocks of "
-                   f"{block_k:,})", len(blocks) + len(sinks), 36, "a list of Python ints",
-                   "key_blocks", "raise block_k")
+    if len(blocks) + len(sinks) > _MAX_ENTRIES:  # (tiled_attention calls this once per unit)
+        _check_entries(f"nk and block_k: the key blocks to visit ({nk:,} keys in blocks of "
+                       f"{block_k:,})", len(blocks) + len(sinks), 36, "a list of Python ints",
+                       "key_blocks", "raise block_k")
     starts = set(blocks)
     if window is not None and sink_tokens > 0:  # the sink blocks, always kept
         starts.update(sinks)
