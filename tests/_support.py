@@ -71,14 +71,14 @@ def notebook_explorers():
     head = {"head_dim": 128, "rope_theta": 10_000.0}  # notebooks 07 and 08's HEAD
     llama = load_model("Llama-3.1-8B")
     return {
-        "memory": attention.memory_explorer, "online_softmax": attention.online_softmax_explorer,
+        "memory": lambda: attention.memory_explorer(llama), "online_softmax": attention.online_softmax_explorer,
         "tiled": attention.tiled_explorer, "tile_map": triton.tile_map_explorer,
         "kv_cache": lambda: kv_cache.kv_cache_explorer(llama, mla_config=load_model("DeepSeek-V3")),
         "budget": lambda: kv_cache.model_budget_explorer(llama),
-        "window": windows.window_explorer,
+        "window": lambda: windows.window_explorer("gpt-oss-20b"),
         "clock": lambda: rope.clock_explorer(head, n_train=4096, m=16383),
         "scaling": lambda: rope.scaling_explorer(head, factor=4.0, n_train=4096),
-        "cost": long_context.cost_explorer,
+        "cost": lambda: long_context.cost_explorer(llama),
         "extension": lambda: tinylm.extension_explorer(
             tinylm_results.load_results("extension"), length=256),
     }

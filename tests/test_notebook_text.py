@@ -172,8 +172,24 @@ def test_01_and_09_name_the_model_whose_config_they_load():
     """Both load Llama-3.1-8B's config.json; they called it Llama 3 8B."""
     for stem in ("01_attention_memory", "09_long_context_cost_and_needles"):
         source = "\n".join(text(c) for c in cells(stem))
-        assert 'load_config("Llama-3.1-8B")' in source
+        assert 'load_model("Llama-3.1-8B")' in source
         assert "Llama 3 8B" not in source + outputs(stem), stem
+
+
+def test_widgets_draw_the_model_their_notebook_names():
+    """A widget factory has no model default: each notebook passes the model (or head) it
+    built, so the figure is the model the cell names (notebooks 05 and 08 once called theirs
+    with no arguments and drew defaults that merely matched)."""
+    import re
+    calls = {"01_attention_memory": r"memory_explorer\(llama\)",
+             "05_kv_cache": r"kv_cache_explorer\(llama, mla_config=ds\)",
+             "06_sliding_windows_and_sinks": r'window_explorer\("gpt-oss-20b"\)',
+             "07_rope": r"clock_explorer\(HEAD, n_train=L_0, m=m\)",
+             "08_rope_scaling": r"scaling_explorer\(HEAD, factor=s, n_train=n_train\)",
+             "09_long_context_cost_and_needles": r"cost_explorer\(llama, params=N_param\)"}
+    for stem, call in calls.items():
+        source = "\n".join(text(c) for c in cells(stem))
+        assert re.search(call, source), stem
 
 
 def test_09_needle_heatmap_counts_words_like_its_model():

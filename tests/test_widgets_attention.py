@@ -19,7 +19,7 @@ LLAMA_PARAMS = weight_bytes(load_config("Llama-3.1-8B")).params  # 8,030,261,248
 # ------------------------------------------------------------------ notebook 01
 
 def test_memory_explorer_follows_n_and_heads():
-    w = W.memory_explorer()
+    w = W.memory_explorer("Llama-3.1-8B")
     assert set(w.controls) == {"n", "heads"}
     assert w.values == {"n": 32768, "heads": 32}
     assert "128.00 GiB" in w.readout  # notebook 01: 32K tokens, 32 heads
@@ -51,20 +51,20 @@ def test_memory_explorer_follows_n_and_heads():
 
 
 def test_memory_explorer_crossover_is_where_attention_equals_weights():
-    w = W.memory_explorer()
+    w = W.memory_explorer("Llama-3.1-8B")
     text = w.readout.split("n = params / (q_dim x layers) = ")[1]
     n_cross = float(text.replace(",", ""))
     row = long_context_cost([round(n_cross)], params=LLAMA_PARAMS, layers=32, q_dim=4096,
                             kv_bytes_per_token=131072)[0]
     assert row.attention_share == pytest.approx(0.5, abs=1e-4)
     assert "= 61,266" in w.readout  # 8,030,261,248 / (4,096 x 32), notebook 01's readout
-    given = W.memory_explorer(params=8.03e9)  # a count given is used as it is
+    given = W.memory_explorer("Llama-3.1-8B", params=8.03e9)  # a count given is used as it is
     assert "= 61,264" in given.readout
 
 
 def test_memory_explorer_rejects_a_length_off_the_slider():
     with pytest.raises(ValueError, match="n must be one of"):
-        W.memory_explorer(n=5000)
+        W.memory_explorer("Llama-3.1-8B", n=5000)
 
 
 # ------------------------------------------------------------------ notebook 02
@@ -193,14 +193,14 @@ def test_tiled_explorer_small_blocks_lose_and_ceil_shows():
 
 def test_widgets_keep_their_layout_and_limits():
     """Redraws only update data: no layout engine, fixed y limits (cheap, steady frames)."""
-    for factory, control, value in [(W.memory_explorer, "heads", 128),
+    for factory, control, value in [(lambda: W.memory_explorer("Llama-3.1-8B"), "heads", 128),
                                     (W.tiled_explorer, "n", 64)]:
         w = factory()
         assert w.fig.get_layout_engine() is None or \
             type(w.fig.get_layout_engine()).__name__ == "PlaceHolderLayoutEngine"
         limits = [ax.get_ylim() for ax in w.axes]
         w.controls[control].value = value
-        if factory is W.memory_explorer:
+        if control == "heads":  # the memory explorer
             assert [ax.get_ylim() for ax in w.axes] == limits
         for ax in w.axes:  # every curve still inside the axes
             lo, hi = ax.get_ylim()
@@ -216,7 +216,12 @@ def test_widgets_keep_their_layout_and_limits():
 # unscaled, keeps its smallest type at 9 pt, puts its keys beside or above the data (never on
 # it), and prints readout lines that fit a laptop and a projector at every slider setting.
 
-FACTORIES = [W.memory_explorer, W.online_softmax_explorer, W.tiled_explorer]
+def memory_explorer():
+    """Notebook 01's call: the model its cell loaded."""
+    return W.memory_explorer("Llama-3.1-8B")
+
+
+FACTORIES = [memory_explorer, W.online_softmax_explorer, W.tiled_explorer]
 
 
 def _extremes(w):
@@ -349,8 +354,8 @@ def test_a_slider_step_redraws_only_what_changes(factory):
 
 
 @pytest.mark.parametrize("factory, name, values", [
-    (W.memory_explorer, "n", [1024, 131072, 8192]),
-    (W.memory_explorer, "heads", [4, 128, 40]),
+    (memory_explorer, "n", [1024, 131072, 8192]),
+    (memory_explorer, "heads", [4, 128, 40]),
     (W.online_softmax_explorer, "keys", [1, 3, 6]),
     (W.online_softmax_explorer, "sink", [True, False]),
     (W.tiled_explorer, "block", [16, 512, 128]),
@@ -425,7 +430,7 @@ from _bad import Case, arrays_with, bad_input_tests, flags, ints, reals  # noqa:
 from hypothesis import strategies as st  # noqa: E402
 
 BAD_INPUTS = [
-    Case(W.memory_explorer, kwargs=dict(n=4096, lengths=(2048, 4096)),
+    Case(W.memory_explorer, args=("Llama-3.1-8B",), kwargs=dict(n=4096, lengths=(2048, 4096)),
          bad=dict(config=st.sampled_from(["Llama-9", 3, None, ["Llama-3.1-8B"]]),
                   params=reals(above=0.0, none_ok=True), n=ints(minimum=1) | st.just(8192),
                   heads=ints(minimum=4, maximum=128, none_ok=True),

@@ -30,8 +30,8 @@ def assert_blit_matches_full_draw(w):
 @pytest.mark.parametrize("make, key, values", [
     (lambda: rope.scaling_explorer({"head_dim": 128, "rope_theta": 1e4}, factor=4.0, n_train=4096),
      "factor", [4.5, 8.0, 2.0]),
-    (windows.window_explorer, "window", [129, 64, 200]),
-    (windows.window_explorer, "context", [512, 128]),  # ticks change: a full redraw
+    (lambda: windows.window_explorer("gpt-oss-20b"), "window", [129, 64, 200]),
+    (lambda: windows.window_explorer("gpt-oss-20b"), "context", [512, 128]),  # ticks change: a full redraw
 ])
 def test_blitted_frames_equal_full_redraws(make, key, values):
     w = make()
@@ -308,7 +308,7 @@ def test_png_rgba_compresses_zero_rows_to_little():
 
 
 def test_rehearse_finds_the_texts_elsewhere_without_moving_a_control(monkeypatch):
-    w = windows.window_explorer()
+    w = windows.window_explorer("gpt-oss-20b")
     values, readout, shown = w.values, w.readout, pixels(w.fig)
     moved = []
     for c in w.controls.values():
@@ -492,3 +492,19 @@ def test_a_figure_without_controls_does_not_invite_moving_them(monkeypatch):
     e._ipython_display_()
     assert shown[0]["text/plain"] == "[a picture of the figure, 150 x 100 px]"
     assert shown[1] == {"text/plain": "[readout]\nthe grid"}
+
+
+def test_no_widget_factory_has_a_model_default():
+    """The model a figure draws is the one the notebook cell names: a factory's model argument
+    (config, model, mla_config) has no default that could stand in for it."""
+    import inspect
+
+    from lessonlib.widgets import attention, kv_cache, long_context, rope, windows
+    for module in (attention, kv_cache, long_context, rope, windows):
+        for name in module.__all__:
+            f = getattr(module, name)
+            if not (callable(f) and name.endswith("_explorer")):
+                continue
+            for p in inspect.signature(f).parameters.values():
+                if p.name in ("config", "model", "mla_config"):
+                    assert p.default is inspect.Parameter.empty, (module.__name__, name, p.name)

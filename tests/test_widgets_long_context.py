@@ -22,7 +22,7 @@ def cost(n):
 
 @pytest.fixture
 def w():
-    explorer = lc.cost_explorer(params=N_PARAM)  # notebook 09's call
+    explorer = lc.cost_explorer("Llama-3.1-8B", params=N_PARAM)  # notebook 09's call
     yield explorer
     plt.close(explorer.fig)
 
@@ -181,7 +181,7 @@ def test_another_models_costs_use_its_own_parameter_count():
                                    .get_ydata(), [c.weight_flops / 1e12 for c in want])
     finally:
         plt.close(view.fig)
-    default = lc.cost_explorer()  # Llama counted from its config, 8,030,261,248
+    default = lc.cost_explorer("Llama-3.1-8B")  # Llama counted from its config, 8,030,261,248
     try:
         np.testing.assert_allclose(default.artists["flops"]["lines"]["weights: 2 N_param n"]
                                    .get_ydata()[0],
@@ -192,7 +192,7 @@ def test_another_models_costs_use_its_own_parameter_count():
 
 def test_bad_n():
     with pytest.raises(ValueError, match="n must be"):
-        lc.cost_explorer(n=5000)
+        lc.cost_explorer("Llama-3.1-8B", n=5000)
 
 
 # ------------------------------------------------------------------ bad inputs
@@ -202,8 +202,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 _GRID = run_needle_grid(EdgeHeavyModel(), [100, 200], [0, 50, 100], progress=False)
 BAD_INPUTS = [
-    Case(lc.cost_explorer, kwargs=dict(n=4096, lengths=(4096, 8192), models=("Llama-3.1-8B",)),
-         bad=dict(config=st.sampled_from(["Llama-9", 3, None, LLAMA]),
+    Case(lc.cost_explorer, args=("Llama-3.1-8B",),
+         kwargs=dict(n=4096, lengths=(4096, 8192), models=("Llama-3.1-8B",)),
+         bad=dict(config=st.sampled_from(["Llama-9", 3, None, ["Llama-3.1-8B"]]),
                   params=reals(above=0.0).filter(lambda v: v is not None),
                   n=ints(minimum=1) | st.just(2048), dtype_bytes=ints(minimum=1) | st.just(3),
                   engine=choices(["llama.cpp", "vllm", "ideal"]),

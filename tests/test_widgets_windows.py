@@ -16,7 +16,7 @@ LOCAL = np.array([w is not None for w in layer_windows(GPT_OSS)])
 
 @pytest.fixture
 def w():
-    explorer = ww.window_explorer()
+    explorer = ww.window_explorer("gpt-oss-20b")
     yield explorer
     plt.close(explorer.fig)
 
@@ -149,7 +149,7 @@ from hypothesis import strategies as st  # noqa: E402
 BAD_INPUTS = [
     Case(ww.with_window, args=(GPT_OSS, 64),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None]), window=ints(minimum=1))),
-    Case(ww.window_explorer, kwargs=dict(n=64, window=32, max_n=128),
+    Case(ww.window_explorer, args=("gpt-oss-20b",), kwargs=dict(n=64, window=32, max_n=128),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None, "Llama-3.1-8B"]),
                   n=ints(minimum=16, maximum=128), window=ints(minimum=1, maximum=128),
                   sinks=ints(minimum=0, maximum=16), max_n=ints(minimum=16),

@@ -19,14 +19,13 @@ import numpy as np
 
 from .. import _validate as check
 from ..attention import TILE_MASKED, TILE_SKIPPED, block_map
-from ..kv_cache import kv_bytes_per_token, model_shape
+from ..kv_cache import kv_bytes_per_token
 from ..plots import FIGURE_WIDTH
 from ..plots import attention as plots
 from ..softmax import online_attention_row, online_attention_trace, sink_share
 from ..traffic import (GIB, MIB, crossover_length, long_context_cost,
                        naive_traffic, score_matrix_table, score_slice_bytes, tiled_traffic)
-from ..weights import weight_bytes
-from ._base import (Explorer, checkbox, config_dict, freeze_layout, int_list, new_figure,
+from ._base import (Explorer, checkbox, freeze_layout, int_list, model_arg, new_figure,
                     option, slider_int, slider_layout, slider_real)
 
 __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer",
@@ -81,19 +80,24 @@ def _memory_readout(n, heads, cfg, row, cost):
     ])
 
 
-def memory_explorer(config="Llama-3.1-8B", *, params=None, n=32768, heads=None,
+def memory_explorer(config, *, params=None, n=32768, heads=None,
                     n_ubatch=512, lengths=tuple(2 ** k for k in range(10, 18))):
     """Sliders for context length n and query heads redraw memory (GiB) and FLOP curves.
 
-    The model shape (layers, head dim, KV bytes per token) comes from ``config`` (a name for
-    ``load_config`` or a dict); ``params``, the parameter count N_param, is counted from it as
-    the published checkpoint stores it (``weights.weight_bytes``) unless given. The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
+    The model shape (layers, head dim, KV bytes per token) comes from ``config``: the
+    ``models.Model`` the notebook built (or a shipped name or a config.json dict); ``params``,
+    the parameter count N_param, is its count as the published checkpoint stores it
+    (``Model.params``) unless given. The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
     the score matrix and attention FLOPs scale with it, the weights and the KV cache do not.
     """
-    c = config_dict(config)
-    kv_bytes = kv_bytes_per_token(c)  # validates the config's shape keys
-    shape = model_shape(c)
-    params = weight_bytes(c).params if params is None else params
+    model = model_arg(config)
+    kv_bytes = kv_bytes_per_token(model)
+    shape = model.shape
+    if params is None:
+        if model.params is None:
+            raise ValueError(f"params: {model.name}'s parameters are not counted "
+                             f"({model.params_note}); give params")
+        params = model.params
     cfg = dict(shape=shape, params=check.real("params", params, above=0.0),
                n_ubatch=check.integer("n_ubatch", n_ubatch, minimum=1), kv_bytes=kv_bytes)
     lengths = int_list("lengths", lengths)

@@ -9,10 +9,10 @@ import ipywidgets as widgets
 
 from .. import _validate as check
 from ..configs import config_from_text
-from ..models import load_model
 from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, gqa_head_map,
-                        kv_bytes_per_token, kv_cache_bytes, model_shape, sequence_bytes,
+                        kv_bytes_per_token, kv_cache_bytes, sequence_bytes,
                         vllm_serve_in_flight_tokens)
+from ..models import load_model
 from ..plots import kv_cache as plots
 from ._base import (Explorer, config_dict, freeze_layout, int_list, model_arg, new_figure, option,
                     slider_layout)

@@ -11,13 +11,12 @@ from matplotlib.transforms import blended_transform_factory
 
 from .. import _validate as check
 from ..kv_cache import ENGINES
-from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
+from ..kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes
 from ..plots import FIGURE_WIDTH
 from ..plots import kv_cache as plots
 from ..plots.long_context import draw_needle_heatmap
 from ..traffic import long_context_cost
-from ..weights import weight_bytes
-from ._base import Explorer, config_dict, freeze_layout, int_list, new_figure, option
+from ._base import Explorer, config_dict, freeze_layout, int_list, model_arg, new_figure, option
 
 __all__ = ["cost_explorer", "needle_heatmap", "KV_DTYPES"]
 
@@ -35,7 +34,7 @@ def _kv_gib(configs, lengths, dtype_bytes, engine):
                    for n in lengths] for name, cfg in configs.items()}
 
 
-def cost_explorer(config="Llama-3.1-8B", *, params=None, n=131072,
+def cost_explorer(config, *, params=None, n=131072,
                   models=DEFAULT_MODELS, dtype_bytes=2, engine="llama.cpp",
                   lengths=DEFAULT_LENGTHS):
     """A context-length slider and a KV-dtype switch redraw notebook 09's two costs.
@@ -43,15 +42,18 @@ def cost_explorer(config="Llama-3.1-8B", *, params=None, n=131072,
     Left: prefill TFLOP of ``config``'s shape, weights (2 N_param n) against causal attention
     (2 n^2 q_dim L). Right: the KV cache (GiB) that every decode step reads, for real models'
     configs sized by ``engine``'s rule (hybrid models keep small sliding-window caches), beside
-    the weights of ``config`` in 8 bits. ``params`` (N_param) is counted from the config as the
-    published checkpoint stores it (``weights.weight_bytes``) unless given: Llama 3.1 8B's
-    8,030,261,248, the count notebooks 01 and 09 print.
+    the weights of ``config`` in 8 bits. ``config``: the ``models.Model`` the notebook built (or
+    a shipped name or a config.json dict), named in the legend and readout by its name.
+    ``params`` (N_param) is its count as the published checkpoint stores it (``Model.params``)
+    unless given: Llama 3.1 8B's 8,030,261,248, the count notebooks 01 and 09 print.
     """
-    cfg = config_dict(check.text("config", config))  # a name: the readout and legend say it
-    kv_bytes_per_token(cfg)  # validates the shape keys
-    shape = model_shape(cfg)
+    model = model_arg(config)
+    cfg, shape, config = model, model.shape, model.name  # the readout and legend say its name
     if params is None:
-        params = float(weight_bytes(cfg).params)
+        if model.params is None:
+            raise ValueError(f"params: {model.name}'s parameters are not counted "
+                             f"({model.params_note}); give params")
+        params = float(model.params)
     params = check.real("params", params, above=0.0)
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _validate as check
 from ..plots import rope as plots
 from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_angle, ntk_base,
-                    outside_trained_arc, pairs_never_turning, rope_frequencies, scaling_parameters,
+                    outside_trained_arc, pairs_never_turning, rope_frequencies,
                     trained_arc_overshoot, turns_within, wavelengths, yarn_correction_range,
                     yarn_ramp)
 from ._base import (Explorer, freeze_layout, int_list, new_figure, rope_arg, slider_int,

@@ -13,7 +13,8 @@ from ..attention import MASK_HIDDEN, mask_codes
 from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
 from ..plots import windows as plots
 from ..plots.kv_cache import medium_titles, pin_legend
-from ._base import Explorer, config_dict, freeze_layout, new_figure, slider_int, slider_layout
+from ._base import (Explorer, config_dict, freeze_layout, model_arg, new_figure, slider_int,
+                    slider_layout)
 
 __all__ = ["window_explorer", "with_window"]
 
@@ -43,7 +44,7 @@ WINDOW_STEP = 16  # vLLM's block: each press adds one block of slots per sliding
 FIGSIZE = (9.2, 3.9)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
-def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=512,
+def window_explorer(config, *, n=256, window=128, sinks=4, max_n=512,
                     n_ubatch=512, block_size=16):
     """Sliders for the window W, the number of sink tokens and the context n.
 
@@ -55,8 +56,8 @@ def window_explorer(config="gpt-oss-20b", *, n=256, window=128, sinks=4, max_n=5
     disabled while the window covers the whole context (no key is outside it, so sinks change
     nothing). Each panel's key is a legend under it, drawn once.
     """
-    cfg = config_dict(config)
-    name = config if isinstance(config, str) else cfg.get("model_type", "model")
+    model = model_arg(config)  # the Model the cell names (or a shipped name or a config dict)
+    cfg, name = dict(model), model.name
     if not any(w is not None for w in layer_windows(cfg)):
         raise ValueError(f"config {name!r} has no sliding-window layers")
     max_n = check.integer("max_n", max_n, minimum=WINDOW_STEP)
