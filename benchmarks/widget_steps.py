@@ -25,23 +25,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def factories():
-    """Each notebook's widget, built as the notebook builds it."""
-    from lessonlib import tinylm_results
-    from lessonlib.widgets import attention, kv_cache, long_context, rope, tinylm, triton, windows
-    return {
-        "01 memory_explorer": attention.memory_explorer,
-        "02 online_softmax_explorer": attention.online_softmax_explorer,
-        "03 tiled_explorer": attention.tiled_explorer,
-        "04 tile_map_explorer": triton.tile_map_explorer,
-        "05 kv_cache_explorer": kv_cache.kv_cache_explorer,
-        "05 model_budget_explorer": kv_cache.model_budget_explorer,
-        "06 window_explorer": windows.window_explorer,
-        "07 clock_explorer": rope.clock_explorer,
-        "08 scaling_explorer": rope.scaling_explorer,
-        "09 cost_explorer": long_context.cost_explorer,
-        "10 extension_explorer": lambda: tinylm.extension_explorer(
-            tinylm_results.load_results("extension"), length=256),
-    }
+    """Each notebook's widget, built as the notebook builds it (tests/_support.py's registry,
+    which the widget tests use too), named by notebook."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "tests"))
+    from _support import notebook_explorers
+    numbers = {"memory": "01", "online_softmax": "02", "tiled": "03", "tile_map": "04",
+               "kv_cache": "05", "budget": "05", "window": "06", "clock": "07", "scaling": "08",
+               "cost": "09", "extension": "10"}
+    return {f"{numbers[k]} {k}": make for k, make in notebook_explorers().items()}
 
 
 def next_values(control, n):
