@@ -328,7 +328,8 @@ def layer_windows(config):
       ``max_window_layers`` m         with ``use_sliding_window: true``: layers ``il >= m`` (Qwen2;
                                       m >= num_hidden_layers leaves none)
       ``sliding_window`` W            every layer windowed (Mistral-7B-v0.1); null: none
-    ``sliding_window``, when given, must be an integer >= 1 whether or not a layer uses it.
+    ``sliding_window``, when given, must be an integer >= 1 whether or not a layer uses it, and
+    ``layer_types``, when given, must list known types whether or not it is read.
     A ``models.Model`` gives the windows it read once.
     """
     if isinstance(config, Model):
@@ -337,6 +338,8 @@ def layer_windows(config):
     n_layers = _int_key(cfg, "num_hidden_layers")
     use_sliding_window = _use_sliding_window(cfg)
     W = _window(cfg)
+    if cfg.get("layer_types") is not None:  # checked even where no window applies
+        _from_layer_types(cfg["layer_types"], n_layers)
     if use_sliding_window is False:
         return [None] * n_layers
     local = _local_layers(cfg, n_layers, use_sliding_window)

@@ -1031,3 +1031,17 @@ def test_gpu_budget_when_the_weights_do_not_fit_and_bad_lists():
                          (dict(kv_types=["int4"]), r"kv_types\[0\] must be one of")]:
         with pytest.raises(ValueError, match=says):
             kc.gpu_budget(cfg, 24 * kc.GIB, 0, **kwargs)
+
+
+def test_layer_types_are_checked_even_where_use_sliding_window_switches_windows_off():
+    """An unknown layer type was ignored behind use_sliding_window: false (a typo, or a type
+    lessonlib does not size, like chunked attention, read as global)."""
+    cfg = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "head_dim": 64, "sliding_window": 128, "use_sliding_window": False,
+           "layer_types": ["sliding_attention", "full_attention", "chunked_attention",
+                           "full_attention"]}
+    with pytest.raises(ValueError, match=r"config 'layer_types' has unsupported entries "
+                                         r"\['chunked_attention'\]"):
+        kc.layer_windows(cfg)
+    cfg["layer_types"][2] = "sliding_attention"
+    assert kc.layer_windows(cfg) == [None] * 4  # the switch still wins
