@@ -54,6 +54,7 @@ from . import _validate as check
 from . import kv_cache as kc
 from . import rope
 from .configs import config_dict
+from .models import int_key, text_config
 
 __all__ = ["read_gguf", "write_gguf", "write_model_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
 
@@ -438,7 +439,7 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     path = check.text("path", path)
     hidden_size = check.integer("hidden_size", hidden_size, minimum=1)
     seed = check.integer("seed", seed, minimum=0)
-    cfg = kc._text_config(config_dict(config))
+    cfg = text_config(config_dict(config))
     w, arch, shape, tensors = _writer_with_keys(path, cfg, hidden_size, 2 * hidden_size)
     vocab = check.integer("vocab_size", cfg.get("vocab_size"), minimum=1)
     tensors["token_embd.weight"] = np.random.default_rng(seed).standard_normal(
@@ -467,7 +468,7 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
     w.add_rope_freq_base(float(cfg.get("rope_theta", rope.DEFAULT_THETA)))
     w.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-6)))
     if cfg.get("kv_lora_rank") is not None:  # DeepSeek's converter: one KV head of the latent
-        kv_lora, r = kc._int_key(cfg, "kv_lora_rank"), kc._int_key(cfg, "qk_rope_head_dim")
+        kv_lora, r = int_key(cfg, "kv_lora_rank"), int_key(cfg, "qk_rope_head_dim")
         w.add_head_count_kv(1)
         w.add_key_length(kv_lora + r)
         w.add_value_length(kv_lora)
@@ -475,7 +476,7 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
         w.add_value_length_mla(shape.v_head_dim)
         w.add_kv_lora_rank(kv_lora)
         if cfg.get("q_lora_rank"):
-            w.add_q_lora_rank(kc._int_key(cfg, "q_lora_rank"))
+            w.add_q_lora_rank(int_key(cfg, "q_lora_rank"))
         w.add_rope_dimension_count(r)
         if mt == "deepseek_v3":
             w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
@@ -499,7 +500,7 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
         if arch == "gemma3" and cfg.get("rope_local_base_freq") is not None:
             w.add_rope_freq_base_swa(float(cfg["rope_local_base_freq"]))
     elif arch == "phi3" and cfg.get("sliding_window"):
-        w.add_sliding_window(kc._int_key(cfg, "sliding_window"))  # written, and dropped by llama.cpp
+        w.add_sliding_window(int_key(cfg, "sliding_window"))  # written, and dropped by llama.cpp
     _write_rope(w, gguf, cfg, tensors)
     if mt == "gpt_oss":
         for il in range(shape.layers):
@@ -532,7 +533,7 @@ def write_model_gguf(path, config, *, hidden_size=None, intermediate_size=128, v
     (feed token ids, not text). The config the file describes is ``read_gguf(path).config``.
     """
     path = check.text("path", path)
-    cfg = dict(kc._text_config(config_dict(config)))
+    cfg = dict(text_config(config_dict(config)))
     shape = kc.model_shape(cfg)
     mt = cfg.get("model_type")
     arch = MODEL_TYPES.get(mt)

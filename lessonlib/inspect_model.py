@@ -23,6 +23,7 @@ from . import kv_cache as kc
 from . import rope
 from ._validate import positive_int
 from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
+from .models import text_config
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
            "ENGINE_CHOICES"]
@@ -108,7 +109,7 @@ def _pattern(windows):
 
 def _shape(cfg):
     shape = kc.model_shape(cfg)
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     mla = None
     if text.get("kv_lora_rank") is not None:
         mla = {k: text.get(k) for k in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
@@ -128,7 +129,7 @@ def _shape(cfg):
 def _sinks(cfg):
     """Learned attention sinks: gpt-oss has one logit per head (self_attn.sinks in its weights;
     attn_sinks in a GGUF). The config has no key for them, so the model type tells."""
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     if text.get("_gguf_sinks") is not None:
         return bool(text["_gguf_sinks"])
     return str(text.get("model_type", "")) == "gpt_oss"
@@ -235,7 +236,7 @@ def _per_token(cfg, kv_types):
 # --------------------------------------------------------------------------- RoPE
 
 def _layer_types(cfg):
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     rp = text.get("rope_parameters")
     if isinstance(rp, dict) and rp and all(v is None or isinstance(v, dict) for v in rp.values()):
         return [t for t, v in rp.items() if v is not None]
@@ -253,7 +254,7 @@ def _rope_words(cfg, layer_type):
     sp = rope.scaling_parameters(cfg, layer_type=layer_type)
     r, b, s, L0 = sp.rotary_dim, sp.base, sp.factor, sp.original_max
     pairs = r // 2
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     head = kc.model_shape(cfg).head_dim
     dims = f"{r} of {head} head dims" if r != head else f"all {head} head dims"
     base = f"base {_num(b)}, {dims} rotated ({pairs} pairs)"
@@ -308,7 +309,7 @@ _NO_L0 = "original_max_position_embeddings is required"
 def _rope_freqs_words(cfg):
     """A GGUF's rope_freqs tensor: llama.cpp divides pair i's frequency by factor i (how its
     converter stores llama3 scaling, with no rope.scaling key)."""
-    f = np.asarray(kc._text_config(cfg)["_gguf_rope_freqs"], dtype=np.float64)
+    f = np.asarray(text_config(cfg)["_gguf_rope_freqs"], dtype=np.float64)
     sp = rope.scaling_parameters({k: v for k, v in cfg.items() if k != "_gguf_rope_freqs"})
     top = float(f.max())
     kept, divided = int(np.sum(np.isclose(f, 1.0))), int(np.sum(np.isclose(f, top)))
@@ -329,7 +330,7 @@ def _rope_freqs_words(cfg):
 def _rope(cfg):
     """The words of each layer type's RoPE; a YaRN or longrope block without its trained length
     is reported (the warning says what HF and vLLM do instead), any other bad key raises."""
-    if kc._text_config(cfg).get("_gguf_rope_freqs") is not None:
+    if text_config(cfg).get("_gguf_rope_freqs") is not None:
         return [_rope_freqs_words(cfg)]
     out = []
     for lt in _layer_types(cfg):
@@ -346,7 +347,7 @@ def _rope(cfg):
 # --------------------------------------------------------------------------- limits, warnings
 
 def _limits(cfg):
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     hf = text.get("max_position_embeddings")
     out = {"hf_max_position_embeddings": None if hf is None else
            check.integer("max_position_embeddings", hf, minimum=1)}
@@ -364,7 +365,7 @@ def _limits(cfg):
 
 
 def _warnings(cfg, contexts, limits, layers):
-    text = kc._text_config(cfg)
+    text = text_config(cfg)
     out = []
     mt = str(text.get("model_type", ""))
     doc = DOCUMENTED_SCALING.get(mt)
@@ -505,7 +506,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                              f"({', '.join(engines)}); it exists in "
                              + ", ".join(e for e in kc.KV_TYPES[t].engines if e != "ideal"))
     shape, layers = _shape(cfg), _layers(cfg)
-    out = {"source": dict(source or {}), "model_type": kc._text_config(cfg).get("model_type"),
+    out = {"source": dict(source or {}), "model_type": text_config(cfg).get("model_type"),
            "shape": shape, "layers": layers, "kv_bytes_per_token": _per_token(cfg, kv_types),
            "caches": [], "rope": _rope(cfg), "limits": _limits(cfg),
            "vllm_in_flight_tokens": in_flight, "vllm_in_flight_why": in_flight_why}
@@ -521,7 +522,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     if n_seq > 1 and "llama.cpp" in engines and layers["window"] is not None:
         notes.append("llama.cpp's sliding cells with several sequences are counted for a "
                      "unified cache (--kv-unified); without it each sequence has its own stream")
-    mt = str(kc._text_config(cfg).get("model_type", ""))
+    mt = str(text_config(cfg).get("model_type", ""))
     if "llama.cpp" in engines and layers["window"] is not None and mt in kc.LLAMACPP_NO_SWA:
         notes.append(f"llama.cpp runs every layer of a {mt} model global ("
                      f"{kc.LLAMACPP_NO_SWA[mt]}): its cache has no sliding layers")
@@ -690,4 +691,4 @@ def format_report(rep):
 
 def _dense(cfg):
     """True when llamacpp_compute_phases models the config (no experts)."""
-    return kc._experts_key(kc._text_config(cfg)) is None
+    return kc._experts_key(text_config(cfg)) is None

@@ -28,14 +28,13 @@ each sized by the engine's own rule (see ``kv_cache_bytes``).
 widgets, checks and notebooks use: the rules above, with their errors, in one place.
 """
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
 from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
-from .models import Model
+from .models import Model, int_key, text_config
 from .traffic import GIB, MIB, score_slice_bytes
 
 __all__ = [
@@ -71,33 +70,17 @@ LLAMACPP_NO_SWA = {
 
 # --------------------------------------------------------------------------- config reading
 
-def _text_config(config):
-    """The language-model part: multimodal configs nest it under ``text_config``."""
-    if not isinstance(config, Mapping):
-        raise ValueError(f"config must be a dict (a config.json), got {check.describe(config)}")
-    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), Mapping):
-        return config["text_config"]
-    return config
-
-
-def _int_key(config, key, *, minimum=1):
-    """``config[key]`` as an int >= minimum; missing or null is an error naming the key."""
-    if key not in config or config[key] is None:
-        raise ValueError(f"config is missing {key!r}")
-    return check.integer(key, config[key], minimum=minimum)
-
-
 def _kv_heads(cfg):
     """h_kv, checked against h_q where the config gives both. GQA lets each KV head serve a
     group of h_q / h_kv query heads, so h_kv must divide h_q (and be at most h_q): HuggingFace's
     ``repeat_kv`` copies each KV head ``num_attention_heads // num_key_value_heads`` times, and
     vLLM's ``Attention`` asserts ``num_heads % num_kv_heads == 0``."""
-    h_q = None if cfg.get("num_attention_heads") is None else _int_key(cfg, "num_attention_heads")
+    h_q = None if cfg.get("num_attention_heads") is None else int_key(cfg, "num_attention_heads")
     if cfg.get("num_key_value_heads") is None:
         if h_q is None:
             raise ValueError("config is missing 'num_key_value_heads' (and 'num_attention_heads')")
         return h_q  # HuggingFace: None means MHA
-    h_kv = _int_key(cfg, "num_key_value_heads")
+    h_kv = int_key(cfg, "num_key_value_heads")
     if h_q is not None and h_kv > h_q:
         raise ValueError(f"num_key_value_heads must be <= num_attention_heads={h_q} (each KV head "
                          f"serves a group of query heads), got {h_kv}")
@@ -110,11 +93,11 @@ def _kv_heads(cfg):
 
 def _head_dim(cfg):
     if cfg.get("head_dim") is not None:
-        return _int_key(cfg, "head_dim")
+        return int_key(cfg, "head_dim")
     if cfg.get("hidden_size") is None or cfg.get("num_attention_heads") is None:
         raise ValueError("config is missing 'head_dim' (and 'hidden_size'/'num_attention_heads' "
                          "to derive it)")
-    hidden, heads = _int_key(cfg, "hidden_size"), _int_key(cfg, "num_attention_heads")
+    hidden, heads = int_key(cfg, "hidden_size"), int_key(cfg, "num_attention_heads")
     if hidden % heads:
         raise ValueError(f"config 'hidden_size' {hidden} is not divisible by "
                          f"'num_attention_heads' {heads}; give 'head_dim'")
@@ -126,8 +109,8 @@ def _head_dims(cfg):
     (DeepSeek) give them apart: keys qk_nope + qk_rope wide, values v_head_dim; every other
     model has one d_h for both (``_head_dim``)."""
     if cfg.get("qk_nope_head_dim") is not None:
-        return (_int_key(cfg, "qk_nope_head_dim") + _int_key(cfg, "qk_rope_head_dim"),
-                _int_key(cfg, "v_head_dim"))
+        return (int_key(cfg, "qk_nope_head_dim") + int_key(cfg, "qk_rope_head_dim"),
+                int_key(cfg, "v_head_dim"))
     d_h = _head_dim(cfg)
     return d_h, d_h
 
@@ -174,9 +157,9 @@ def model_shape(config):
     """
     if isinstance(config, Model):
         return config.shape
-    cfg = _text_config(config)
-    layers = _int_key(cfg, "num_hidden_layers")
-    heads = _int_key(cfg, "num_attention_heads")
+    cfg = text_config(config)
+    layers = int_key(cfg, "num_hidden_layers")
+    heads = int_key(cfg, "num_attention_heads")
     kv_heads = _kv_heads(cfg)
     d_k, d_v = _head_dims(cfg)
     return ModelShape(layers, heads, kv_heads, d_k, d_v)
@@ -184,10 +167,10 @@ def model_shape(config):
 
 def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     """Bytes one layer caches for one token: one llama.cpp cell, one vLLM block slot."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     dtype_bytes = positive_int("dtype_bytes", dtype_bytes)
     if cfg.get("kv_lora_rank") is not None:  # MLA: latent c plus the shared RoPE key
-        return (_int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
+        return (int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
     h_kv = _kv_heads(cfg)
     # an MLA-shaped model run without the latent (notebook 05's "same model as MHA") has
     # keys qk_nope + qk_rope wide and values v_head_dim wide
@@ -232,9 +215,9 @@ def kv_cell_bytes(config, kv_type="f16"):
     kind = KV_TYPES[check.choice("kv_type", kv_type, KV_TYPES)]
     if isinstance(config, Model):
         return config.memo(("kv_cell_bytes", kind.name), lambda: kv_cell_bytes(dict(config), kv_type))
-    cfg = _text_config(config)
+    cfg = text_config(config)
     if cfg.get("kv_lora_rank") is not None:
-        n = _int_key(cfg, "kv_lora_rank") + _int_key(cfg, "qk_rope_head_dim")
+        n = int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")
         return kind.row_bytes(n, "kv_lora_rank + qk_rope_head_dim")
     h_kv = _kv_heads(cfg)
     d_k, d_v = _head_dims(cfg)
@@ -248,8 +231,8 @@ def kv_bytes_per_token(config, dtype_bytes=2):
     ``2 * L * h_kv * d_h * dtype_bytes`` for MHA/GQA/MQA; ``L * (kv_lora_rank +
     qk_rope_head_dim) * dtype_bytes`` for MLA. Llama-3-8B: 131,072 (128 KiB); DeepSeek-V3: 70,272.
     """
-    cfg = _text_config(config)
-    return _int_key(cfg, "num_hidden_layers") * kv_bytes_per_token_per_layer(cfg, dtype_bytes)
+    cfg = text_config(config)
+    return int_key(cfg, "num_hidden_layers") * kv_bytes_per_token_per_layer(cfg, dtype_bytes)
 
 
 def swa_pattern(n, n_layers):
@@ -275,7 +258,7 @@ def _window(cfg):
     """``sliding_window`` W, checked wherever the config gives it (None when null or absent)."""
     if cfg.get("sliding_window") is None:
         return None
-    return _int_key(cfg, "sliding_window")
+    return int_key(cfg, "sliding_window")
 
 
 def _use_sliding_window(cfg):
@@ -306,9 +289,9 @@ def _local_layers(cfg, n_layers, use_sliding_window):
         return _from_layer_types(cfg["layer_types"], n_layers)
     if cfg.get("sliding_window_pattern") is not None:
         # >= 1: HuggingFace's configs divide by it ((i + 1) % n; 0 is a ZeroDivisionError)
-        return swa_pattern(_int_key(cfg, "sliding_window_pattern"), n_layers).tolist()
+        return swa_pattern(int_key(cfg, "sliding_window_pattern"), n_layers).tolist()
     if use_sliding_window and cfg.get("max_window_layers") is not None:
-        m = _int_key(cfg, "max_window_layers", minimum=0)
+        m = int_key(cfg, "max_window_layers", minimum=0)
         return [il >= m for il in range(n_layers)]  # m >= n_layers: none (HuggingFace's rule)
     if cfg.get("sliding_window") is not None:
         return [True] * n_layers
@@ -334,8 +317,8 @@ def layer_windows(config):
     """
     if isinstance(config, Model):
         return list(config.windows)
-    cfg = _text_config(config)
-    n_layers = _int_key(cfg, "num_hidden_layers")
+    cfg = text_config(config)
+    n_layers = int_key(cfg, "num_hidden_layers")
     use_sliding_window = _use_sliding_window(cfg)
     W = _window(cfg)
     if cfg.get("layer_types") is not None:  # checked even where no window applies
@@ -358,7 +341,7 @@ def llamacpp_layer_windows(config):
     if isinstance(config, Model):
         return list(config.llamacpp_windows)
     windows = layer_windows(config)
-    if str(_text_config(config).get("model_type", "")) in LLAMACPP_NO_SWA:
+    if str(text_config(config).get("model_type", "")) in LLAMACPP_NO_SWA:
         return [None] * len(windows)
     return windows
 
@@ -764,10 +747,10 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
     (8 heads, 151,936-token vocabulary) at -c 65536: scores 256 / 1024 MiB and logits
     74.19 / 296.75 MiB at -ub 128 / 512.
     """
-    cfg = _text_config(config)
+    cfg = text_config(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, n_ubatch = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
-    heads, vocab = _int_key(cfg, "num_attention_heads"), _int_key(cfg, "vocab_size")
+    heads, vocab = int_key(cfg, "num_attention_heads"), int_key(cfg, "vocab_size")
     scores = 0 if flash_attn else score_slice_bytes(n_ubatch, n_ctx, heads=heads, bytes_per_score=4)
     mask = 0 if flash_attn else n_ubatch * n_ctx * 4
     return ComputeBuffer(n_ctx, n_ubatch, flash_attn, scores, mask, n_ubatch * vocab * 4)
@@ -817,7 +800,7 @@ def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
     """``ComputePhases`` of a dense decoder (no experts) at ``-c n_ctx -ub n_ubatch``, one
     sequence: n_kv is the cache's cells, ``pad(n_ctx, 256)``. Reads the attention shape,
     ``hidden_size``, ``intermediate_size`` and ``vocab_size``."""
-    cfg = _text_config(config)
+    cfg = text_config(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, ub = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
     key = _experts_key(cfg)
@@ -825,8 +808,8 @@ def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
         raise ValueError(f"config.{key}: llamacpp_compute_phases models dense feed-forward "
                          f"layers, not experts")
     shape = model_shape(cfg)
-    hidden, ff = _int_key(cfg, "hidden_size"), _int_key(cfg, "intermediate_size")
-    vocab = _int_key(cfg, "vocab_size")
+    hidden, ff = int_key(cfg, "hidden_size"), int_key(cfg, "intermediate_size")
+    vocab = int_key(cfg, "vocab_size")
     n_kv = _pad(n_ctx, LLAMACPP_CTX_PAD)
     q = ub * shape.heads * shape.head_dim * 4
     out = ub * shape.heads * shape.v_head_dim * 4
@@ -914,7 +897,7 @@ def llamacpp_compute_reserve(config, n_ctx, n_ubatch=512):
     model, ``llamacpp_compute_buffer``'s estimate (its two largest temporaries) for one with
     experts, whose feed-forward block the phases do not model. ``inspect``'s budget and
     notebook 05's budget figure both use it."""
-    if _experts_key(_text_config(config)) is None:
+    if _experts_key(text_config(config)) is None:
         return llamacpp_compute_phases(config, n_ctx, n_ubatch, flash_attn=True).lower_bound_bytes
     return llamacpp_compute_buffer(config, n_ctx, n_ubatch, flash_attn=True).estimate_bytes
 

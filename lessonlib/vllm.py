@@ -34,6 +34,7 @@ import tempfile
 
 from . import _validate as check
 from . import kv_cache as kc
+from .models import int_key, text_config
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
            "layer_specs", "request_blocks", "cache_capacity", "serve_in_flight_tokens",
@@ -170,10 +171,10 @@ def layer_specs(config, *, block_size=16, dtype_bytes=2):
                                             SlidingWindowSpec)
     block_size = check.positive_int("block_size", block_size)
     dtype = _dtype(dtype_bytes)
-    cfg = kc._text_config(config)
+    cfg = text_config(config)
     shape = kc.model_shape(config)
     if cfg.get("kv_lora_rank") is not None:
-        latent = kc._int_key(cfg, "kv_lora_rank") + kc._int_key(cfg, "qk_rope_head_dim")
+        latent = int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")
         spec = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=latent,
                                 dtype=dtype)
         return {"mla": (spec, shape.layers)}

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from . import _validate as check
-from .kv_cache import _int_key, _text_config, model_shape
+from .kv_cache import model_shape
+from .models import int_key, text_config
 
 __all__ = ["weight_bytes", "Weights", "MODEL_TYPES", "DTYPE_BYTES", "QUANT_METHODS"]
 
@@ -95,7 +96,7 @@ def _flag(cfg, key, default):
 
 def _attention(cfg, p, shape, *, bias_qkv, bias_o, fused=False):
     """q, k, v, o of a llama-like attention (phi3: q/k/v fused into qkv_proj)."""
-    H = _int_key(cfg, "hidden_size")
+    H = int_key(cfg, "hidden_size")
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
     if fused:
         qkv = _linear(f"{p}.self_attn.qkv_proj", q + 2 * kv, H, bias_qkv)
@@ -108,7 +109,7 @@ def _attention(cfg, p, shape, *, bias_qkv, bias_o, fused=False):
 
 def _mlp(cfg, p, I, *, bias=False, fused=False):
     """gate, up (I x H) and down (H x I); phi3 fuses gate and up into gate_up_proj."""
-    H = _int_key(cfg, "hidden_size")
+    H = int_key(cfg, "hidden_size")
     if fused:
         up = _linear(f"{p}.gate_up_proj", 2 * I, H, bias)
     else:
@@ -117,7 +118,7 @@ def _mlp(cfg, p, I, *, bias=False, fused=False):
 
 
 def _norms(cfg, p, names=("input_layernorm", "post_attention_layernorm")):
-    H = _int_key(cfg, "hidden_size")
+    H = int_key(cfg, "hidden_size")
     return [t for name in names for t in _norm(f"{p}.{name}", H)]
 
 
@@ -125,26 +126,26 @@ def _llama_layer(cfg, p, shape):
     """modeling_llama.py: attention_bias on q/k/v/o, mlp_bias on the MLP."""
     b = _flag(cfg, "attention_bias", False)
     return (_attention(cfg, p, shape, bias_qkv=b, bias_o=b)
-            + _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size"),
+            + _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size"),
                    bias=_flag(cfg, "mlp_bias", False)) + _norms(cfg, p))
 
 
 def _mistral_layer(cfg, p, shape):
     """modeling_mistral.py: no biases anywhere."""
     return (_attention(cfg, p, shape, bias_qkv=False, bias_o=False)
-            + _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size")) + _norms(cfg, p))
+            + _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size")) + _norms(cfg, p))
 
 
 def _qwen2_layer(cfg, p, shape):
     """modeling_qwen2.py: q/k/v always have biases, o none."""
     return (_attention(cfg, p, shape, bias_qkv=True, bias_o=False)
-            + _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size")) + _norms(cfg, p))
+            + _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size")) + _norms(cfg, p))
 
 
 def _phi3_layer(cfg, p, shape):
     """modeling_phi3.py: qkv_proj and gate_up_proj fused, no biases."""
     return (_attention(cfg, p, shape, bias_qkv=False, bias_o=False, fused=True)
-            + _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size"), fused=True)
+            + _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size"), fused=True)
             + _norms(cfg, p))
 
 
@@ -154,7 +155,7 @@ def _gemma3_layer(cfg, p, shape):
     return (_attention(cfg, p, shape, bias_qkv=b, bias_o=b)
             + _norm(f"{p}.self_attn.q_norm", shape.head_dim)
             + _norm(f"{p}.self_attn.k_norm", shape.head_dim)
-            + _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size"))
+            + _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size"))
             + _norms(cfg, p, ("input_layernorm", "post_attention_layernorm",
                               "pre_feedforward_layernorm", "post_feedforward_layernorm")))
 
@@ -162,8 +163,8 @@ def _gemma3_layer(cfg, p, shape):
 def _gpt_oss_layer(cfg, p, shape):
     """modeling_gpt_oss.py: attention with biases and one sink per head; a router with a bias;
     E experts of gate_up (2I x H) and down (H x I), each with a bias (GptOssExperts)."""
-    H, I = _int_key(cfg, "hidden_size"), _int_key(cfg, "intermediate_size")
-    E = _int_key(cfg, "num_local_experts")
+    H, I = int_key(cfg, "hidden_size"), int_key(cfg, "intermediate_size")
+    E = int_key(cfg, "num_local_experts")
     b = _flag(cfg, "attention_bias", True)
     experts = f"{p}.mlp.experts"
     return (_attention(cfg, p, shape, bias_qkv=b, bias_o=b)
@@ -179,16 +180,16 @@ def _gpt_oss_layer(cfg, p, shape):
 def _deepseek_attention(cfg, p, shape):
     """DeepseekV3Attention: MLA's low-rank q (q_a, its norm, q_b; q_proj when q_lora_rank is
     null) and kv (kv_a with the shared RoPE key, its norm, kv_b), and o."""
-    H, h, b = _int_key(cfg, "hidden_size"), shape.heads, _flag(cfg, "attention_bias", False)
+    H, h, b = int_key(cfg, "hidden_size"), shape.heads, _flag(cfg, "attention_bias", False)
     if "q_lora_rank" not in cfg:  # null is a model without the q LoRA; absent is no answer
         raise ValueError("config is missing 'q_lora_rank' (null for a q_proj without LoRA)")
-    r_kv, d_rope = _int_key(cfg, "kv_lora_rank"), _int_key(cfg, "qk_rope_head_dim")
-    d_nope, d_v = _int_key(cfg, "qk_nope_head_dim"), _int_key(cfg, "v_head_dim")
+    r_kv, d_rope = int_key(cfg, "kv_lora_rank"), int_key(cfg, "qk_rope_head_dim")
+    d_nope, d_v = int_key(cfg, "qk_nope_head_dim"), int_key(cfg, "v_head_dim")
     a = f"{p}.self_attn"
     if cfg["q_lora_rank"] is None:
         q = _linear(f"{a}.q_proj", h * (d_nope + d_rope), H)
     else:
-        r_q = _int_key(cfg, "q_lora_rank")
+        r_q = int_key(cfg, "q_lora_rank")
         q = (_linear(f"{a}.q_a_proj", r_q, H, b) + _norm(f"{a}.q_a_layernorm", r_q)
              + _linear(f"{a}.q_b_proj", h * (d_nope + d_rope), r_q))
     return (q + _linear(f"{a}.kv_a_proj_with_mqa", r_kv + d_rope, H, b)
@@ -222,15 +223,15 @@ def _deepseek_layer(cfg, p, shape, il):
     n_routed_experts experts (gate, up, down of moe_intermediate_size, stored per projection as
     the checkpoint does), the router gate (E x H) with its e_score_correction_bias buffer, and
     the shared experts (one MLP of moe_intermediate_size x n_shared_experts)."""
-    H = _int_key(cfg, "hidden_size")
-    if cfg.get("moe_layer_freq") is not None and _int_key(cfg, "moe_layer_freq") != 1:
+    H = int_key(cfg, "hidden_size")
+    if cfg.get("moe_layer_freq") is not None and int_key(cfg, "moe_layer_freq") != 1:
         raise ValueError(f"config 'moe_layer_freq' must be 1: transformers' deepseek_v3 model "
                          f"puts a MoE on every layer from first_k_dense_replace on, got "
                          f"{cfg['moe_layer_freq']}")
-    if il < _int_key(cfg, "first_k_dense_replace", minimum=0):
-        mlp = _mlp(cfg, f"{p}.mlp", _int_key(cfg, "intermediate_size"))
+    if il < int_key(cfg, "first_k_dense_replace", minimum=0):
+        mlp = _mlp(cfg, f"{p}.mlp", int_key(cfg, "intermediate_size"))
     else:
-        E, I = _int_key(cfg, "n_routed_experts"), _int_key(cfg, "moe_intermediate_size")
+        E, I = int_key(cfg, "n_routed_experts"), int_key(cfg, "moe_intermediate_size")
         experts = f"{p}.mlp.experts"
         mlp = ([_Tensor(experts, (E, I, H), "experts", "hidden_size"),  # gate
                 _Tensor(experts, (E, I, H), "experts", "hidden_size"),  # up
@@ -238,7 +239,7 @@ def _deepseek_layer(cfg, p, shape, il):
                + [_Tensor(f"{p}.mlp.gate", (E, H), "router"),
                   _Tensor(f"{p}.mlp.gate", (E,), "buffer32")]
                + _mlp(cfg, f"{p}.mlp.shared_experts",
-                      I * _int_key(cfg, "n_shared_experts", minimum=0)))
+                      I * int_key(cfg, "n_shared_experts", minimum=0)))
     return _deepseek_attention(cfg, p, shape) + mlp + _norms(cfg, p)
 
 
@@ -306,7 +307,7 @@ def _tensors(cfg, model_type, tied):
         raise ValueError(f"config is missing {', '.join(map(repr, missing))}: {model_type}'s "
                          f"weights are counted from them")
     shape = model_shape(cfg)
-    V, H = _int_key(cfg, "vocab_size"), _int_key(cfg, "hidden_size")
+    V, H = int_key(cfg, "vocab_size"), int_key(cfg, "hidden_size")
     out = [_Tensor("model.embed_tokens", (V, H), "embed")]
     for il in range(shape.layers):
         out += arch.layer(cfg, f"model.layers.{il}", shape, il)
@@ -319,8 +320,8 @@ def _mtp_params(cfg, shape):
     them (layers L, L+1, ...: a MoE decoder layer, enorm, hnorm, eh_proj (H x 2H), the shared
     head's norm, and copies of embed_tokens and the head)."""
     n = 0 if cfg.get("num_nextn_predict_layers") is None else \
-        _int_key(cfg, "num_nextn_predict_layers", minimum=0)
-    V, H = _int_key(cfg, "vocab_size"), _int_key(cfg, "hidden_size")
+        int_key(cfg, "num_nextn_predict_layers", minimum=0)
+    V, H = int_key(cfg, "vocab_size"), int_key(cfg, "hidden_size")
     per = [t for il in range(shape.layers, shape.layers + n)
            for t in _deepseek_layer(cfg, f"model.layers.{il}", shape, il) if t.role != "buffer32"]
     return n, sum(t.numel for t in per) + n * (3 * H + 2 * H * H + 2 * V * H)
@@ -478,7 +479,7 @@ def weight_bytes(config):
     ``quantization_config.quant_method``. A multimodal config (``text_config`` beside a
     ``vision_config``) is refused: its vision tower is not counted here.
     """
-    cfg = _text_config(config)
+    cfg = text_config(config)
     if cfg is not config and config.get("vision_config") is not None:
         raise ValueError("config nests text_config beside a vision_config: weight_bytes counts "
                          "a language model only; pass config['text_config'] (the vision tower "
