@@ -24,6 +24,7 @@ from . import rope
 from ._validate import positive_int
 from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
 from .models import text_config
+from .traffic import format_bytes
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
            "ENGINE_CHOICES"]
@@ -148,16 +149,6 @@ def _layers(cfg):
 
 def _engines_for(kv_type, engines):
     return [e for e in engines if e in kc.KV_TYPES[kv_type].engines]
-
-
-def _fmt_bytes(n):
-    """1,234 B / 12.3 KiB / 512.00 MiB / 15.62 GiB."""
-    if n < 1024:
-        return f"{n:,} B"
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.2f} {unit}"
-    return f"{n:,} B"  # pragma: no cover
 
 
 def _cache_rows(cfg, n, *, engine, kv_type, n_seq, W, in_flight):
@@ -416,7 +407,7 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
     out = {"gpu_memory": gpu_memory, "weights_bytes": weights_bytes,
            "weights_source": weights_source, "engines": [], "assumptions": []}
     a = out["assumptions"]
-    a.append(f"weights: {_fmt_bytes(weights_bytes)} ({weights_source}), all on the GPU")
+    a.append(f"weights: {format_bytes(weights_bytes)} ({weights_source}), all on the GPU")
     a.append("max tokens: the longest single sequence whose cache fits (what vLLM's start-up "
              "line 'GPU KV cache size: N tokens' counts for a model without sliding layers; "
              "for llama.cpp, the largest -c; 'any length' when every layer slides, so the "
@@ -624,7 +615,7 @@ def format_report(rep):
         out += _head("  sliding    none: every layer attends to the whole context")
     out += _head("  sinks      " + ("learned sink logits, one per head (no cache cost)"
                                     if L["sinks"] else "none"))
-    per = ", ".join(f"{t}: {_fmt_bytes(v['all_layers'])} ({v['all_layers']:,} B; "
+    per = ", ".join(f"{t}: {format_bytes(v['all_layers'])} ({v['all_layers']:,} B; "
                     f"{v['per_layer']:,} B per layer)" for t, v in rep["kv_bytes_per_token"].items())
     out += _head(f"  KV/token   {per}")
     out.append("")
@@ -636,7 +627,7 @@ def format_report(rep):
         if L["window"] is not None:
             cells += " / " + (f"{r['sliding_cells']:,}" if r["sliding_cells"] is not None else "-")
         rows.append([f"{r['context']:,}" + (f" x {r['n_seq']}" if r["n_seq"] > 1 else ""),
-                     r["kv_type"], r["label"], _fmt_bytes(r["bytes"]), cells])
+                     r["kv_type"], r["label"], format_bytes(r["bytes"]), cells])
     out += ["  " + x for x in _table(rows, ["context", "type", "engine", "size", "cells"],
                                      right=(0, 3, 4))]
     for e in dict.fromkeys(r["engine"] for r in rep["caches"]):
@@ -670,12 +661,12 @@ def format_report(rep):
     b = rep.get("budget")
     if b:
         out.append("")
-        out.append(f"GPU budget  {_fmt_bytes(b['gpu_memory'])}; weights {_fmt_bytes(b['weights_bytes'])}")
+        out.append(f"GPU budget  {format_bytes(b['gpu_memory'])}; weights {format_bytes(b['weights_bytes'])}")
         if not b["fits"]:
             out.append("  the weights alone do not fit")
         ctxs = list(b["engines"][0]["sequences"]) if b["engines"] else []
         rows = [[{"llama.cpp": "llama.cpp", "vllm": "vLLM", "ideal": "exact"}[e["engine"]],
-                 e["kv_type"], _fmt_bytes(e["usable_bytes"]), _tokens(e["max_tokens"])]
+                 e["kv_type"], format_bytes(e["usable_bytes"]), _tokens(e["max_tokens"])]
                 + [f"{e['sequences'][c]:,}" for c in ctxs] for e in b["engines"]]
         out += ["  " + x for x in _table(rows, ["engine", "type", "after weights", "max tokens"]
                                           + [f"seqs of {int(c):,}" for c in ctxs],

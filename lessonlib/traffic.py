@@ -23,7 +23,7 @@ from .attention import key_blocks
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
            "FlashIO", "flash_hbm_accesses", "score_matrix_table", "score_slice_bytes",
            "ScoreMatrixRow", "long_context_cost", "CostRow", "crossover_length",
-           "GIB", "MIB"]
+           "GIB", "MIB", "format_bytes"]
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -234,3 +234,14 @@ def crossover_length(params, *, layers, q_dim, causal=True):
     causal = check.flag("causal", causal)
     n = params / (q_dim * layers)  # 2 P n = 2 n^2 q_dim L
     return n if causal else n / 2
+
+
+def format_bytes(n):
+    """A byte count as people read it: 1,234 B / 12.30 KiB / 512.00 MiB / 15.62 GiB / 1.50 TiB
+    (powers of 1,024, two decimals past bytes); what ``inspect`` and the budget widget print."""
+    n = check.non_negative_int("n", n)
+    if n < 1024:
+        return f"{n:,} B"
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.2f} {unit}"

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from lessonlib import traffic as T
 from lessonlib.attention import attention_mask
 from lessonlib.configs import load_config
 from lessonlib.traffic import (GIB, MIB, crossover_length, flash_hbm_accesses,
@@ -240,6 +241,7 @@ _LENGTHS = st.one_of(ints(minimum=1).map(lambda n: [4096, n]),
 _COST = dict(params=8.03e9, layers=32, q_dim=4096, kv_bytes_per_token=131072, causal=True)
 
 BAD_INPUTS = [
+    Case(T.format_bytes, args=(1536,), bad=dict(n=ints(minimum=0))),
     Case(naive_traffic, args=(64, 8), bad=dict(n=ints(minimum=1), d=ints(minimum=1))),
     Case(tiled_traffic, args=(64, 8, 16, 8), kwargs=dict(causal=True, window=20, sink_tokens=4),
          bad=dict(n=ints(minimum=1), d=ints(minimum=1), block_q=ints(minimum=1),
@@ -270,3 +272,10 @@ BAD_INPUTS = [
                   causal=flags())),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1,023 B"), (1024, "1.00 KiB"),
+                                     (1536, "1.50 KiB"), (2**29, "512.00 MiB"),
+                                     (16_060_522_496, "14.96 GiB"), (3 * 2**39, "1.50 TiB")])
+def test_format_bytes(n, text):
+    assert T.format_bytes(n) == text

@@ -73,7 +73,7 @@ def kv_cache_explorer(config, *, mla_config, n=32768, kv_heads=None, dtype_bytes
     if model.mla:
         raise ValueError("config is an MLA model: it has no KV heads to vary; give a GQA config")
     cfg = dict(model)
-    kv_bytes_per_token(cfg, dtype_bytes)  # validates dtype_bytes
+    dtype_bytes = check.positive_int("dtype_bytes", dtype_bytes)
     shape = model.shape
     hq = shape.heads
     if kv_heads is None:
@@ -348,7 +348,7 @@ READOUT_WIDTH = 88  # columns: the readout's monospace lines fit the output area
 
 def _budget_readout(name, rep, n, weights):
     import textwrap
-    from ..inspect_model import _fmt_bytes
+    from ..traffic import format_bytes as _fmt_bytes
     s, b = rep["shape"], rep["budget"]
     lines = [f"{name} ({s['layers']} layers, {s['kv_heads']} KV heads of {s['head_dim']}): "
              + (f"weights {_fmt_bytes(weights[0])}" if weights[0] is not None
