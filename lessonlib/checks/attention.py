@@ -16,7 +16,7 @@ from .. import softmax
 from ..softmax import online_attention_row, online_softmax_trace
 from ..traffic import (GIB, MIB, flash_hbm_accesses, long_context_cost, naive_traffic,
                        score_matrix_table, tiled_traffic)
-from ..weights import weight_bytes
+from ..models import load_model
 from ..attention import key_blocks, naive_attention
 from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, Verdict, _short, as_number, call,
                check_number, close_to, correct, distinct, items, shown, vector, wholes, wrong)
@@ -29,14 +29,17 @@ __all__ = [
     "flash_io_floats", "QUESTIONS",
 ]
 
+_LLAMA = load_model("Llama-3.1-8B")  # notebook 01's model, read once
+
 # The fixed inputs of each exercise (the notebooks state them in the question).
 QUESTIONS = {
     "score_matrix_gib": dict(n=16384, heads=40, bytes_per_score=4, layers=40),
     "unfused_scores_mib": dict(config="tiny-random-qwen2vocab", n_ctx=65536, n_ubatch=256),
     # N_param: Llama 3.1 8B's 8,030,261,248, counted from its config.json (notebook 01 prints
-    # it); the question rounds it to 8.03e9, which gives the same 3 significant digits.
-    "attention_share": dict(n=65536, params=weight_bytes(load_config("Llama-3.1-8B")).params,
-                            layers=32, q_dim=4096, config="Llama-3.1-8B"),
+    # it); the question rounds it to 8.03e9, which gives the same 3 significant digits. L and
+    # q_dim (32 layers, 32 heads x 128) from the same Model.
+    "attention_share": dict(n=65536, params=_LLAMA.params, layers=_LLAMA.shape.layers,
+                            q_dim=_LLAMA.shape.q_dim, config=_LLAMA.name),
     "sink_share": dict(scores=(1.0, 3.0, 2.0, 5.0, 0.5, 4.0), sink_logit=7.0),
     "tiled_reads": dict(n=100, d=8, block=16),
     "causal_skipped_blocks": dict(n=300, block=64),
