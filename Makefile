@@ -22,7 +22,7 @@ NOTEBOOKS := $(wildcard notebooks/[0-9]*.ipynb)
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab reset present test unit nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
+.PHONY: lab reset present test unit docs nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
 .PHONY: grading assignments grade engine engine-results vllm vllm-results
 
 venv: $(STAMP)
@@ -69,7 +69,12 @@ reset:
 	@test -n "$(NB)" || { echo "usage: make reset NB=07_rope"; exit 2; }
 	@$(PYTHON) scripts/workspace.py reset $(NB)
 
-test: profile unit nbval browser grading
+test: profile unit docs nbval browser grading
+
+# The per-name reference, built from the docstrings into build/docs/ (open build/docs/index.html):
+# every public module, function and class as its docstring says it; any warning is an error.
+docs: $(STAMP)
+	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -W error -m pdoc lessonlib -o build/docs
 
 # Unit tests: headless matplotlib, Triton in interpreter mode (no GPU here). -rs: each skip's
 # reason (only what this platform or profile lacks skips; under CI=true nothing else may).

@@ -102,14 +102,18 @@ class Verdict:
 
 
 def correct(name, message="Correct."):
+    """A passing ``Verdict`` for check ``name``, with its message."""
     return Verdict(name, True, message)
 
 
 def wrong(name, message):
+    """A failing ``Verdict`` for check ``name``: ``message`` says what is wrong and hints."""
     return Verdict(name, False, message)
 
 
 def not_attempted(name):
+    """The ``Verdict`` of an exercise left at its stub (``answer = None``): neither right nor
+    wrong."""
     return Verdict(name, None, NOT_ATTEMPTED)
 
 

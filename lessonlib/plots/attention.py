@@ -238,6 +238,7 @@ def draw_value_plane(ax, values, path, *, sink_output=None,
 
 
 def update_value_plane(artists, path, *, sink_output=None):
+    """Move ``draw_value_plane``'s artists to a new path of outputs (and the sink's output)."""
     path = np.asarray(path, dtype=float).reshape(-1, 2)
     artists["path"].set_data(path[:, 0], path[:, 1])
     artists["current"].set_data(path[-1:, 0], path[-1:, 1])
@@ -329,4 +330,5 @@ def draw_ratio_curves(ax, blocks, curves, *, marker_block, d,
 
 
 def update_ratio_curves(ax, artists, curves, *, marker_block, rescale=True):
+    """Update ``draw_ratio_curves``' curves and the marker at ``marker_block``."""
     update_curves(ax, artists, curves, marker_x=marker_block, rescale=rescale)

@@ -226,6 +226,8 @@ def draw_angle_coverage(ax, pairs, trained_arcs, angles, outside,
 
 
 def update_angle_coverage(artists, trained_arcs, angles, outside):
+    """Update ``draw_angle_coverage``: the arcs training covered, the angles at m, the pairs
+    outside."""
     artists["trained"].set_data(values=np.minimum(trained_arcs, TWO_PI))
     wrapped = np.mod(angles, TWO_PI)
     artists["dots"].set_ydata(wrapped)
@@ -283,6 +285,7 @@ def _line(i):
 
 
 def update_frequency_ratios(artists, ratios, band):
+    """Update ``draw_frequency_ratios``' curves (one per scheme) and YaRN's band."""
     for name, y in ratios.items():
         artists["lines"][name].set_ydata(y)
     _set_band(artists["band"], band)
@@ -329,6 +332,7 @@ def draw_wavelengths(ax, pairs, wavelengths, trained_length, target_length, beta
 
 
 def update_wavelengths(artists, wavelengths, trained_length, target_length, beta_fast, band):
+    """Update ``draw_wavelengths``: the curves, the trained, fast and target levels, the band."""
     for name, y in wavelengths.items():
         artists["lines"][name].set_ydata(y)
     levels = {"trained": trained_length, "fast": trained_length / beta_fast,
@@ -365,6 +369,7 @@ def draw_yarn_ramp(ax, pairs, ramp, band, *, xlabel=True, title="YaRN ramp", fon
 
 
 def update_yarn_ramp(artists, ramp, band):
+    """Update ``draw_yarn_ramp``: the ramp and the band's two ends."""
     artists["ramp"].set_ydata(ramp)
     artists["low"].set_xdata([band[0], band[0]])
     artists["high"].set_xdata([band[1], band[1]])
