@@ -27,7 +27,7 @@ test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 
 
 # ------------------------------------------------------------------ what people see
-# Each view fits JupyterLab's output area beside the file browser unscaled (9.3 in, 930 px at
+# Each view fits JupyterLab's output area beside the file browser unscaled (9.2 in, 920 px at
 # 100 dpi) with text of at least 10 pt, numbers on heatmap cells contrast with their cell
 # (WCAG AA, 4.5:1), and legends sit off the data. tests/browser/test_fit.py checks the pages.
 import matplotlib.pyplot as plt  # noqa: E402

@@ -14,6 +14,7 @@ from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, 
                         vllm_serve_in_flight_tokens)
 from ..models import load_model
 from ..plots import kv_cache as plots
+from ..plots import FIGURE_WIDTH
 from ._base import (Explorer, config_dict, freeze_layout, int_list, model_arg, new_figure, option,
                     slider_layout)
 
@@ -143,7 +144,7 @@ def kv_cache_explorer(config, *, mla_config, n=32768, kv_heads=None, dtype_bytes
     return Explorer(controls, fig, redraw, axes=(ax_size, ax_map), artists=artists)
 
 
-FIGSIZE = (9.2, 3.8)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
+FIGSIZE = (FIGURE_WIDTH, 3.8)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
 def _readout(name, shape, n, kv_heads, dtype_bytes, st, labels, mla_name):
@@ -171,7 +172,7 @@ def _readout(name, shape, n, kv_heads, dtype_bytes, st, labels, mla_name):
 # ------------------------------------------------------------------ your own model (notebook 05)
 
 YOUR_CONFIG = "your config.json (paste or upload)"
-BUDGET_FIGSIZE = (9.2, 3.4)  # inches: lower than FIGSIZE, room for two rows of controls
+BUDGET_FIGSIZE = (FIGURE_WIDTH, 3.4)  # inches: lower than FIGSIZE, room for two rows of controls
 BUDGET_LENGTHS = tuple(2 ** k for k in range(10, 21))  # 1K .. 1M tokens
 GPU_GIB = (8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192)  # common cards' memory, GiB
 BUDGET_KV_TYPES = ("f16", "q8_0", "fp8")

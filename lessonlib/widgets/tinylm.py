@@ -6,8 +6,8 @@ other factories show one finished result (no sliders) with a text readout, like
 ``widgets.long_context.needle_heatmap``. Data come from ``lessonlib.tinylm_results``; drawing
 from ``lessonlib.plots.tinylm``.
 
-Every figure is ``FIGURE_WIDTH`` inches wide: JupyterLab's output area beside the file browser
-(about 930 px at 100 dpi) shows it unscaled, the presenter (130 dpi) in its 1,216 px page. Its
+Every figure is ``plots.FIGURE_WIDTH`` inches wide (the course's one width, re-exported here):
+JupyterLab's output area beside the file browser (920 px at 100 dpi) shows it unscaled, the presenter (130 dpi) in its 1,216 px page. Its
 smallest text is ``MIN_FONT`` points, so it stays at least 9 px on a laptop and two thirds of
 the presenter's 18 px readout after the presenter fits the figure into the screen's height.
 Several panels are stacked rather than set side by side when side by side would shrink them,
@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _validate as check
 
+from ..plots import FIGURE_WIDTH
 from ..plots import tinylm as plots
 from ..tinylm_results import extension_table, label, needle_rows, sink_heads, stream_summary
 from ._base import Explorer, freeze_layout, new_figure, option, slider_layout
@@ -26,7 +27,6 @@ from ._base import Explorer, freeze_layout, new_figure, option, slider_layout
 __all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "stream_view",
            "FIGURE_WIDTH", "MIN_FONT"]
 
-FIGURE_WIDTH = 9.3  # inches: 930 px in JupyterLab (100 dpi), 1,209 px in the presenter (130)
 MIN_FONT = 10  # points: the smallest text of notebook 10's figures
 
 

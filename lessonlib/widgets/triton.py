@@ -13,6 +13,7 @@ from .. import _validate as check
 from ..attention import TILE_FULL, TILE_MASKED
 from ..kernel_plan import kernel_key_stretches, kernel_tile_plan, stretch_blocks
 from ..plots import triton as plots
+from ..plots import FIGURE_WIDTH
 from ._base import (Explorer, checkbox, freeze_layout, int_list, new_figure, option, slider_int,
                     slider_layout)
 
@@ -150,7 +151,7 @@ def _map_title(codes, causal, window, sinks):
 READOUT_CHARS = 100  # ~107 monospace characters fit either page at 1366 and 1280 px
 WINDOW_STEP = 16  # the smallest block: one press moves the window's edge by one such block
 SINK_STEP = 4  # StreamingLLM's 4 sinks per press; more than one block holds in a few presses
-FIGSIZE = (9.2, 3.9)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
+FIGSIZE = (FIGURE_WIDTH, 3.9)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
 def tile_map_explorer(*, n=1024, block=64, window=256, sinks=4, causal=True,

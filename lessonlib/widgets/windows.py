@@ -13,6 +13,7 @@ from ..attention import MASK_HIDDEN, mask_codes
 from ..kv_cache import MIB, kv_bytes_per_token_per_layer, kv_cache_bytes, layer_windows
 from ..plots import windows as plots
 from ..plots.kv_cache import medium_titles, pin_legend
+from ..plots import FIGURE_WIDTH
 from ._base import (Explorer, config_dict, freeze_layout, model_arg, new_figure, slider_int,
                     slider_layout)
 
@@ -41,7 +42,7 @@ def _data(cfg, n, window, sinks, n_ubatch, block_size):
 
 
 WINDOW_STEP = 16  # vLLM's block: each press adds one block of slots per sliding layer
-FIGSIZE = (9.2, 3.9)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
+FIGSIZE = (FIGURE_WIDTH, 3.9)  # inches: 920 px at 100 dpi (a laptop's output area), 1196 px at 130
 
 
 def window_explorer(config, *, n=256, window=128, sinks=4, max_n=512,
