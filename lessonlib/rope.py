@@ -56,6 +56,8 @@ __all__ = [
     "yarn_correction_dim", "yarn_correction_range", "yarn_ramp", "yarn_mscale",
     "llama3_regimes", "derived_max_model_len", "vllm_max_model_len", "float32_angle_table", "outside_trained_arc",
     "trained_arc_overshoot", "Float32AngleError", "float32_angle_error", "llama_cpp_rope_flags",
+    "clock_angle", "frequency_ratio", "slowdown", "target_length", "largest_overshoot",
+    "YarnPairSets", "yarn_pair_sets", "rotary_score_scale",
 ]
 
 TWO_PI = 2.0 * math.pi
@@ -438,6 +440,15 @@ def yarn_mscale(s, mscale=1.0):
     return 1.0 if s <= 1 else 0.1 * mscale * math.log(s) + 1.0
 
 
+def rotary_score_scale(attention_factor):
+    """The factor on every rotary q.k score when cos and sin carry ``attention_factor`` (YaRN's
+    mu, ``yarn_mscale``; longrope's): its square, since q and k are each rotated with the scaled
+    table (HF multiplies cos and sin by it; so do vLLM's and llama.cpp's tables). YaRN at s = 4:
+    mu = 1.1386, scores x 1.2965. ``attention_factor`` as the tables take it (> 0, float32's
+    normal range)."""
+    return _attention_factor(attention_factor) ** 2
+
+
 def _correction_dim(n, n_name, r, b, L0, l0_name):
     """r ln(L0 / (2 pi n)) / (2 ln b), or ValueError naming n when 2 pi n overflows (HF's
     math.log then fails with 'math domain error') or L0 / (2 pi n) does (n tiny)."""
@@ -538,6 +549,26 @@ def yarn_ramp(low, high, n_pairs):
         high += 0.001  # prevent the singularity, as HF and ggml do
     y = (np.arange(n_pairs, dtype=np.float64) - low) / (high - low)
     return 1.0 - np.clip(y, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class YarnPairSets:
+    """``yarn_pair_sets``' answer: sorted int pair indices, together every pair once."""
+    kept: np.ndarray  # ramp 1: frequency kept (the pairs at or below low)
+    ramped: np.ndarray  # 0 < ramp < 1: blended between theta_i and theta_i / s
+    divided: np.ndarray  # ramp 0: theta_i / s (the pairs at or above high, when low < high)
+
+
+def yarn_pair_sets(low, high, n_pairs):
+    """The pairs YaRN keeps, ramps and divides by s for the band (low, high), read off
+    ``yarn_ramp``: HF's ``_compute_yarn_parameters`` blends ``inv_freq_extrapolation`` (theta_i)
+    and ``inv_freq_interpolation`` (theta_i / s) by ``1 - linear_ramp_factor(low, high, r/2)``,
+    which is 1 (kept), 0 (divided) or in between (ramped). A ``YarnPairSets``; the arguments as
+    ``yarn_ramp`` checks them (``low <= high``, as ``yarn_correction_range`` returns them)."""
+    ramp = yarn_ramp(low, high, n_pairs)
+    return YarnPairSets(kept=np.flatnonzero(ramp == 1.0),
+                        ramped=np.flatnonzero((ramp > 0.0) & (ramp < 1.0)),
+                        divided=np.flatnonzero(ramp == 0.0))
 
 
 def _read_yarn(b, r, p):
@@ -1002,6 +1033,13 @@ def pairs_never_turning(inv_freq, n_positions):
     return np.flatnonzero(wavelengths(inv_freq) > _length("n_positions", n_positions))
 
 
+def clock_angle(inv_freq, position):
+    """The angle each pair's clock hand shows at ``position``: position * theta_i with its whole
+    turns removed, in [0, 2 pi) (``angle_at`` mod 2 pi). ``outside_trained_arc`` compares it with
+    the arc the pair swept in training."""
+    return np.mod(angle_at(inv_freq, position), TWO_PI)
+
+
 def outside_trained_arc(inv_freq, position, n_train):
     """Per pair, True where the angle at ``position`` with its whole turns removed lies beyond the
     arc [0, (n_train - 1) * theta_i] the pair swept in training. Only pairs that never complete a
@@ -1009,7 +1047,7 @@ def outside_trained_arc(inv_freq, position, n_train):
     theta = _frequencies(inv_freq)
     position = _position("position", position)
     n_train = _length("n_train", n_train)
-    on_clock = np.mod(angle_at(theta, position), TWO_PI)
+    on_clock = clock_angle(theta, position)
     never = np.zeros(theta.shape, dtype=bool)
     never[pairs_never_turning(theta, n_train)] = True
     return never & (on_clock > largest_trained_angle(theta, n_train))
@@ -1030,6 +1068,55 @@ def trained_arc_overshoot(inv_freq, position, n_train, *, trained_inv_freq=None)
     never = np.zeros(theta.shape, dtype=bool)
     never[pairs_never_turning(trained, n_train)] = True
     return np.where(never, over, 0.0)
+
+
+def largest_overshoot(inv_freq, position, n_train, *, trained_inv_freq=None):
+    """(radians, pair): the largest ``trained_arc_overshoot`` over the pairs (arguments as there)
+    and the first pair that has it; ``(0.0, None)`` when no pair passes its trained arc.
+    Notebook 08: NTK-aware at s = 4 passes pair 46's arc by 2.48 rad at position 16,383."""
+    over = trained_arc_overshoot(inv_freq, position, n_train, trained_inv_freq=trained_inv_freq)
+    pair = int(np.argmax(over))
+    largest = float(over[pair])
+    return largest, (pair if largest > 0.0 else None)
+
+
+def _two_frequencies(inv_freq, original_inv_freq):
+    theta = _frequencies(inv_freq)
+    original = _frequencies(original_inv_freq, "original_inv_freq")
+    if original.shape != theta.shape:
+        raise ValueError(f"original_inv_freq has shape {original.shape}, inv_freq {theta.shape}: "
+                         "one frequency per pair in each")
+    return theta, original
+
+
+def frequency_ratio(inv_freq, original_inv_freq):
+    """theta'_i / theta_i per pair: the share of its speed each pair keeps under a scaling scheme
+    (``inv_freq``, from ``rope_frequencies``) against the unscaled rope (``original_inv_freq``):
+    1 kept, 1/s divided by the factor (PI everywhere; YaRN's and llama3's slow pairs),
+    s^(-2i/(r-2)) under NTK-aware's base. Notebook 08's frequency panel."""
+    theta, original = _two_frequencies(inv_freq, original_inv_freq)
+    return theta / original
+
+
+def slowdown(inv_freq, original_inv_freq):
+    """theta_i / theta'_i per pair: how many times slower each pair turns under a scaling scheme
+    (``inv_freq``) than unscaled (``original_inv_freq``); ``1 / frequency_ratio``. NTK-aware's
+    base (``ntk_base``) slows pair i by s^(2i/(r-2)): pair 0 by 1, the last pair by exactly s."""
+    theta, original = _two_frequencies(inv_freq, original_inv_freq)
+    return original / theta
+
+
+def target_length(s, L0):
+    """The length a factor ``s`` stretches a trained length ``L0`` to: s * L0 positions, rounded
+    to a whole position (s = 4 over L0 = 4,096: 16,384). Named by their config keys: s is the
+    factor (>= 1), L0 the original_max_position_embeddings."""
+    s = _real("factor", s, minimum=1.0)
+    L0 = _length("original_max_position_embeddings", L0)
+    n = s * L0
+    if not n <= _MAX_POSITIONS:
+        raise ValueError(f"factor x original_max_position_embeddings = {s:g} x {L0:,} = {n:g} "
+                         "positions is past 2^53, where float64 positions stop being distinct")
+    return int(round(n))
 
 
 def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):

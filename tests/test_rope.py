@@ -848,6 +848,112 @@ def test_trained_arc_overshoot_pi_ntk_and_unscaled():
         R.trained_arc_overshoot(inv, 1, 4096, trained_inv_freq=inv[:3])
 
 
+# The numbers the notebook 07-08 widgets show, each computed here once (issue 31): checked by
+# hand and against HuggingFace's YaRN frequencies
+
+def test_clock_angle_is_the_angle_less_its_whole_turns():
+    inv = naive_theta(10_000.0, 128)
+    for m in (0, 1, 4095, 16383, 65535, 2.5):
+        got = R.clock_angle(inv, m)
+        np.testing.assert_array_equal(got, [math.fmod(m * t, 2 * math.pi) for t in inv])
+        assert np.all((got >= 0) & (got < 2 * math.pi))
+    assert f"{R.clock_angle(inv, 16383)[0]:.2f}" == "2.74"  # notebook 07: pair 0 at m = 16,383
+    # pair 46 has wrapped back inside its trained arc (21.85 - 3 turns = 3.00 < 5.46)
+    assert R.clock_angle(inv, 16383)[46] == pytest.approx(16383 * inv[46] - 6 * math.pi)
+
+
+def test_frequency_ratio_and_slowdown_of_pi_and_ntk():
+    inv = naive_theta(10_000.0, 128)
+    head = {"head_dim": 128, "rope_theta": 1e4}
+    pi, _ = R.rope_frequencies({**head, "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    np.testing.assert_allclose(R.frequency_ratio(pi, inv), 0.25, rtol=1e-15)
+    np.testing.assert_allclose(R.slowdown(pi, inv), 4.0, rtol=1e-15)
+    ntk, _ = R.rope_frequencies({**head, "rope_scaling": {"rope_type": "ntk", "factor": 4.0}})
+    i = np.arange(64)
+    np.testing.assert_allclose(R.slowdown(ntk, inv), 4.0 ** (2 * i / 126), rtol=1e-12)  # s^(2i/(r-2))
+    np.testing.assert_allclose(R.frequency_ratio(ntk, inv), 4.0 ** (-2 * i / 126), rtol=1e-12)
+    assert R.slowdown(ntk, inv)[0] == 1.0 and f"{R.slowdown(ntk, inv)[63]:.2f}" == "4.00"
+    with pytest.raises(ValueError, match=r"^original_inv_freq has shape \(3,\), inv_freq \(64,\)"):
+        R.frequency_ratio(ntk, inv[:3])
+
+
+YARN_SETTINGS = [  # (s, b, L0, r, truncate): notebook 08, gpt-oss, Llama 3's base, no pair divided
+    (4.0, 1e4, 4096, 128, True), (32.0, 150_000, 4096, 64, False), (8.0, 5e5, 8192, 128, True),
+    (4.0, 1e4, 65536, 128, True), (40.0, 1e4, 4096, 64, True), (2.0, 1e6, 32768, 128, False)]
+
+
+@pytest.mark.parametrize("s, b, L0, r, truncate", YARN_SETTINGS)
+def test_yarn_pair_sets_by_hand(s, b, L0, r, truncate):
+    low, high = R.yarn_correction_range(32, 1, r, b, L0, truncate)
+    sets = R.yarn_pair_sets(low, high, r // 2)
+    pairs = range(r // 2)
+    assert sets.kept.tolist() == [i for i in pairs if i <= low]
+    assert sets.divided.tolist() == [i for i in pairs if i >= high]
+    assert sets.ramped.tolist() == [i for i in pairs if low < i < high]
+    assert all(a.dtype.kind == "i" for a in (sets.kept, sets.ramped, sets.divided))
+    if (s, b, L0) == (4.0, 1e4, 4096):  # notebook 08's readout: kept 0-20, ramp 21-45, 46-63 / s
+        assert (sets.kept[-1], sets.ramped[0], sets.ramped[-1], sets.divided[0]) == (20, 21, 45, 46)
+    equal = R.yarn_pair_sets(3, 3, 8)  # HF's +0.001 on equal ends: nothing ramped
+    assert (equal.kept.tolist(), equal.ramped.size, equal.divided.tolist()) == ([0, 1, 2, 3], 0, [4, 5, 6, 7])
+
+
+@needs("torch")
+@pytest.mark.parametrize("s, b, L0, r, truncate", YARN_SETTINGS)
+def test_yarn_pair_sets_are_the_pairs_hf_keeps_and_divides(s, b, L0, r, truncate):
+    """HF's YaRN frequencies: a kept pair turns at theta_i, a divided one at theta_i / s."""
+    config = {"head_dim": r, "rope_theta": b, "max_position_embeddings": int(s * L0),
+              "rope_scaling": {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L0,
+                               "truncate": truncate}}
+    hf, _ = hf_frequencies(config)
+    theta = naive_theta(b, r)
+    sets = R.yarn_pair_sets(*R.yarn_correction_range(32, 1, r, b, L0, truncate), r // 2)
+    kept = np.flatnonzero(np.isclose(hf, theta, rtol=1e-6, atol=0))
+    divided = np.flatnonzero(np.isclose(hf, theta / s, rtol=1e-6, atol=0))
+    np.testing.assert_array_equal(sets.kept, kept)
+    np.testing.assert_array_equal(sets.divided, divided)
+    np.testing.assert_array_equal(sets.ramped, np.setdiff1d(np.arange(r // 2), np.union1d(kept, divided)))
+
+
+def test_largest_overshoot_is_the_worst_pair():
+    inv = naive_theta(10_000.0, 128)
+    ntk = naive_theta(R.ntk_base(10_000.0, 4, 128), 128)
+    # by hand: pairs that never turn in 4,096 positions, how far past 4,095 theta_i they reach
+    by_hand = [max(16383 * t - 4095 * t0, 0.0) if 2 * math.pi / t0 > 4096 else 0.0
+               for t, t0 in zip(ntk, inv)]
+    worst = by_hand.index(max(by_hand))
+    largest, pair = R.largest_overshoot(ntk, 16383, 4096, trained_inv_freq=inv)
+    assert pair == worst == 46 and largest == pytest.approx(by_hand[46], rel=1e-12)
+    assert f"{largest:.3g}" == "2.48"  # notebook 08: 7.94 - 5.46
+    pi = R.largest_overshoot(inv / 4, 16383, 4096, trained_inv_freq=inv)
+    assert pi == (pytest.approx(0.75 * inv[46]), 46)  # 0.75 ticks past, largest at the fastest never-turning pair
+    assert R.largest_overshoot(inv, 4095, 4096) == (0.0, None)  # the trained range itself
+
+
+def test_rotary_score_scale_is_what_a_scaled_table_does_to_q_dot_k():
+    rng = np.random.default_rng(7)
+    q, k = rng.standard_normal(2), rng.standard_normal(2)
+
+    def rotate(x, angle, factor):  # one pair turned by a cos/sin table that carries factor
+        c, s_ = factor * math.cos(angle), factor * math.sin(angle)
+        return np.array([c * x[0] - s_ * x[1], s_ * x[0] + c * x[1]])
+
+    for mu in (R.yarn_mscale(4.0), R.yarn_mscale(8.0), 0.5):
+        ratio = (rotate(q, 1.3, mu) @ rotate(k, 0.4, mu)) / (rotate(q, 1.3, 1) @ rotate(k, 0.4, 1))
+        assert R.rotary_score_scale(mu) == pytest.approx(ratio, rel=1e-12)
+    assert f"{R.rotary_score_scale(R.yarn_mscale(4.0)):.4f}" == "1.2965"  # notebook 08
+    assert f"{R.rotary_score_scale(R.yarn_mscale(8.0)):.3f}" == "1.459"
+
+
+def test_target_length():
+    assert R.target_length(4.0, 4096) == 16384 and R.target_length(4.5, 4096) == 18432
+    assert R.target_length(1, 4096) == 4096 and isinstance(R.target_length(4.0, 4096), int)
+    for name in ("gpt-oss-20b", "DeepSeek-V3", "Phi-3.5-mini-instruct"):  # s L0 is their length
+        sp = R.scaling_parameters(load_config(name))
+        assert R.target_length(sp.factor, sp.original_max) == load_config(name)["max_position_embeddings"]
+    with pytest.raises(ValueError, match=r"^factor x original_max_position_embeddings = 1e\+300"):
+        R.target_length(1e300, 4096)
+
+
 def test_float32_angle_table_carries_the_float32_angle_error():
     inv, af = R.rope_frequencies(load_config("Mistral-7B"))
     cos32, sin32 = R.float32_angle_table(inv, 131072, af)
@@ -1748,6 +1854,23 @@ BAD_INPUTS = [
                   n_pairs=ints(minimum=1, maximum=R._MAX_HEAD_DIM))),
     Case(R.yarn_mscale, args=(8.0, 0.707), bad=dict(s=reals(above=0.0), mscale=reals()),
          names=dict(s="factor")),
+    Case(R.rotary_score_scale, args=(1.1386,),
+         bad=dict(attention_factor=reals(above=0.0) | st.sampled_from([3.5e38, 1e-39]))),
+    Case(R.yarn_pair_sets, args=(20, 46, 64),
+         bad=dict(low=reals() | st.just(50.0), high=reals() | st.just(10.0),
+                  n_pairs=ints(minimum=1, maximum=R._MAX_HEAD_DIM))),
+    Case(R.clock_angle, args=(_INV, 16383), bad=dict(inv_freq=_FREQS, position=reals(minimum=0.0))),
+    Case(R.frequency_ratio, args=(_INV / 4, _INV),
+         bad=dict(inv_freq=_FREQS, original_inv_freq=_FREQS | st.just(_INV[:3]))),
+    Case(R.slowdown, args=(_INV / 4, _INV),
+         bad=dict(inv_freq=_FREQS, original_inv_freq=_FREQS | st.just(_INV[:3]))),
+    Case(R.largest_overshoot, args=(_INV / 4, 16383, 4096), kwargs=dict(trained_inv_freq=_INV),
+         bad=dict(inv_freq=_FREQS, position=reals(minimum=0.0), n_train=ints(minimum=1, maximum=_MAXPOS),
+                  trained_inv_freq=arrays_with(_INV, kind="real", ranks=(1,), none_ok=True)
+                  | st.sampled_from([_INV[:3], [0.0] * 8]))),
+    Case(R.target_length, args=(4.0, 4096),
+         bad=dict(s=reals(minimum=1.0) | st.just(1e300), L0=_LENGTH),
+         names=dict(s="factor", L0="original_max_position_embeddings")),
     Case(R.llama3_regimes, args=(_LLAMA3_CFG,),
          bad={"config": _NOT_A_DICT, "config.rope_scaling.factor": reals(minimum=1.0),
               "config.rope_scaling.low_freq_factor": reals(above=0.0) | st.just(8.0),
