@@ -75,6 +75,19 @@ def test_clock_explorer_follows_position_base_and_length():
         np.testing.assert_array_equal(w.data[key], value)
 
 
+def test_clock_data_keeps_each_settings_arrays_once_read_only():
+    """A step of m reuses the arrays of its (b, n_train, r): clock_data's own cache, no copy of
+    clock_data in the explorer; only the angles at m are new."""
+    a, b = W.clock_data(100, 10_000, 4096), W.clock_data(200, 10_000, 4096)
+    for key in ("theta", "trained", "never", "turns"):
+        assert a[key] is b[key] and not a[key].flags.writeable, key
+    assert a["angles"] is not b["angles"]
+    np.testing.assert_array_equal(a["on_clock"], R.clock_angle(head(1e4), 100))
+    np.testing.assert_array_equal(W.clock_data(100, 20_000, 4096)["theta"], head(2e4))
+    with pytest.raises(ValueError, match="read-only"):
+        a["theta"][0] = 2.0
+
+
 def test_clock_explorer_reaches_the_last_trained_position_one_step_at_a_time():
     """The text asks for m = 4,095, then past it: a coarse stop and single fine steps."""
     w = W.clock_explorer(HEAD, n_train=4096)
@@ -230,6 +243,24 @@ def test_scaling_explorer_factor_moves_the_curves_and_states_the_band():
     assert list(w.artists["wavelengths"]["target"].get_ydata()) == [32768, 32768]
     assert f"μ = 1 + 0.1·ln s = {R.yarn_mscale(8):.4f}" in w.readout  # 1.2079
     assert "μ² = 1.4591" in w.readout
+
+
+def test_scaling_data_reads_every_number_of_the_readout_from_rope():
+    d = W.scaling_data(4.0, 10_000, 4096)
+    yarn = R.rope_frequencies({**HEAD, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                        "original_max_position_embeddings": 4096}})
+    assert d["mscale"] == R.yarn_mscale(4.0) == yarn[1]  # μ is what the YaRN table carries
+    assert d["score_scale"] == R.rotary_score_scale(d["mscale"])
+    sets = R.yarn_pair_sets(20, 46, 64)
+    for name in ("kept", "ramped", "divided"):
+        np.testing.assert_array_equal(getattr(d["pairs"], name), getattr(sets, name))
+    assert d["target"] == R.target_length(4.0, 4096) == 16384
+    for name, inv in d["inv"].items():
+        assert d["largest_overshoot"][name] == R.largest_overshoot(inv, 16383, 4096,
+                                                                   trained_inv_freq=d["theta"])
+        np.testing.assert_array_equal(d["ratios"][name], R.frequency_ratio(inv, d["theta"]))
+        np.testing.assert_array_equal(d["slowdown"][name], R.slowdown(inv, d["theta"]))
+    assert d["largest_overshoot"]["NTK-aware"][1] == 46
 
 
 def test_scaling_explorer_band_follows_base_and_trained_length():

@@ -5,6 +5,7 @@ an ``Explorer`` with three more attributes: ``axes``, ``artists`` (updated in pl
 slider move) and ``data`` (what the last redraw computed, for tests and curious students).
 ``explorer.readout`` is the text a test reads.
 """
+import functools
 import math
 
 import ipywidgets as widgets
@@ -12,10 +13,11 @@ import numpy as np
 
 from .. import _validate as check
 from ..plots import rope as plots
-from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, largest_trained_angle, ntk_base,
-                    outside_trained_arc, pairs_never_turning, rope_frequencies,
-                    trained_arc_overshoot, turns_within, wavelengths, yarn_correction_range,
-                    yarn_ramp)
+from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, clock_angle, frequency_ratio,
+                    largest_overshoot, largest_trained_angle, ntk_base, outside_trained_arc,
+                    pairs_never_turning, rope_frequencies, rotary_score_scale, slowdown,
+                    target_length, trained_arc_overshoot, turns_within, wavelengths,
+                    yarn_correction_range, yarn_mscale, yarn_pair_sets, yarn_ramp)
 from ._base import (Explorer, freeze_layout, int_list, new_figure, rope_arg, slider_int,
                     slider_layout, slider_real)
 
@@ -81,15 +83,26 @@ def pair_ranges(indices):
 # ------------------------------------------------------------------ notebook 07: clocks
 
 def clock_data(m, b, n_train, r=128):
-    """What the clock figure and its readout show at position ``m``."""
+    """What the clock figure and its readout show at position ``m``. The arrays that do not
+    depend on m (theta, trained, never, turns) are computed once per (b, n_train, r) and kept,
+    read-only: a step of the position sliders computes only the angles at m."""
     m, n_train = check.integer("m", m, minimum=0), check.integer("n_train", n_train, minimum=1)
-    theta, _ = rope_frequencies({"head_dim": _rotary(r), "rope_theta": check.real("b", b,
-                                                                                  above=1.0)})
-    return dict(theta=theta, angles=angle_at(theta, m),
-                trained=largest_trained_angle(theta, n_train),
-                outside=outside_trained_arc(theta, m, n_train),
-                never=pairs_never_turning(theta, n_train),
-                turns=turns_within(theta, n_train))
+    d = dict(_trained_data(_rotary(r), check.real("b", b, above=1.0), n_train))
+    theta = d["theta"]
+    d.update(angles=angle_at(theta, m), on_clock=clock_angle(theta, m),
+             outside=outside_trained_arc(theta, m, n_train))
+    return d
+
+
+@functools.lru_cache(maxsize=16)
+def _trained_data(r, b, n_train):
+    """``clock_data``'s arrays for one head and trained length, read-only (they are shared)."""
+    theta, _ = rope_frequencies({"head_dim": r, "rope_theta": b})
+    d = dict(theta=theta, trained=largest_trained_angle(theta, n_train),
+             never=pairs_never_turning(theta, n_train), turns=turns_within(theta, n_train))
+    for a in d.values():
+        a.flags.writeable = False
+    return d
 
 
 def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
@@ -109,7 +122,7 @@ def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
     else:
         lines.append(f"pairs whose angle at m was never seen in training: {outside.size} "
                      f"(pairs {pair_ranges(outside)})")
-    lines.append(f"pair 0: {d['angles'][0]:,.2f} rad = {np.mod(d['angles'][0], plots.TWO_PI):.2f} "
+    lines.append(f"pair 0: {d['angles'][0]:,.2f} rad = {d['on_clock'][0]:.2f} "
                  f"rad after whole turns; it turned {d['turns'][0]:,.1f} times in training")
     lines.append(f"slowest pair {slow}: {d['angles'][slow]:.2f} rad at m; training reached "
                  f"{d['trained'][slow]:.2f} rad")
@@ -176,11 +189,10 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
                                               d["angles"], d["outside"]),
     }
     freeze_layout(fig)
-    theta_cache = {}
 
     def redraw(coarse, fine, b, n_train):
         m = min(max(coarse + fine, 0), max_position)
-        d = _clock_data_cached(theta_cache, m, b, n_train, r)
+        d = clock_data(m, b, n_train, r)
         plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
         plots.update_angle_coverage(artists["coverage"], d["trained"], d["angles"], d["outside"])
         return _clock_readout(m, b, n_train, d, coarse, fine), dict(d, m=m)
@@ -199,21 +211,6 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
     return explorer
 
 
-def _clock_data_cached(cache, m, b, n_train, r):
-    """``clock_data`` with the per-(b, n_train) arrays kept: only the angles at m are new."""
-    key = (b, n_train)
-    if key not in cache:
-        theta, _ = rope_frequencies({"head_dim": r, "rope_theta": float(b)})
-        cache.clear()
-        cache[key] = dict(theta=theta, trained=largest_trained_angle(theta, n_train),
-                          never=pairs_never_turning(theta, n_train),
-                          turns=turns_within(theta, n_train))
-    d = dict(cache[key])
-    d["angles"] = angle_at(d["theta"], m)
-    d["outside"] = outside_trained_arc(d["theta"], m, n_train)
-    return d
-
-
 def _slider_layout(width):
     """A slider of ``width`` with a gap after it: a long readout (10,000,000) never runs into
     the next slider's label."""
@@ -228,8 +225,9 @@ def _slider_layout(width):
 def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW,
                  truncate=True):
     """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
-    ``L0``, rotary dim ``r``; YaRN's band, ramp and attention factor μ; each method's overshoot past the
-    trained arc at the last target position s * L0 - 1."""
+    ``L0``, rotary dim ``r``; YaRN's band, ramp, pair sets and attention factor μ (and μ², its
+    factor on the scores); each method's frequency ratio, slow-down and overshoot past the
+    trained arc at the last target position s * L0 - 1 (per pair, and the largest)."""
     s, b = check.real("s", s, minimum=1.0), check.real("b", b, above=1.0)
     L0, r = check.integer("L0", L0, minimum=1), _rotary(r)
     truncate = check.flag("truncate", truncate)
@@ -245,22 +243,23 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
     }
     inv = {name: rope_frequencies({**head, "rope_scaling": rs}) for name, rs in scaling.items()}
     band = yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate)
-    target = int(round(s * L0))
+    target = target_length(s, L0)
+    mscale = yarn_mscale(s)  # the attention factor of inv["YaRN"]: no mscale keys given
     return dict(
         theta=theta, inv={k: v[0] for k, v in inv.items()}, band=band,
-        ramp=yarn_ramp(band[0], band[1], r // 2), mscale=inv["YaRN"][1],
+        ramp=yarn_ramp(band[0], band[1], r // 2), pairs=yarn_pair_sets(band[0], band[1], r // 2),
+        mscale=mscale, score_scale=rotary_score_scale(mscale),
         target=target, never=pairs_never_turning(theta, L0),
         ntk_base=ntk_base(b, s, r),
         overshoot={k: trained_arc_overshoot(v[0], target - 1, L0, trained_inv_freq=theta)
                    for k, v in inv.items()},
-        ratios={k: v[0] / theta for k, v in inv.items()},
+        largest_overshoot={k: largest_overshoot(v[0], target - 1, L0, trained_inv_freq=theta)
+                           for k, v in inv.items()},
+        ratios={k: frequency_ratio(v[0], theta) for k, v in inv.items()},
+        slowdown={k: slowdown(v[0], theta) for k, v in inv.items()},
         wavelengths={"original": wavelengths(theta),
                      **{k: wavelengths(v[0]) for k, v in inv.items() if k != "llama3"}},
     )
-
-
-def _pairs(indices):
-    return pair_ranges(indices) if len(indices) else "none"
 
 
 def _band_text(band):
@@ -272,24 +271,23 @@ def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
     """Five lines, each under about 100 characters (one line on a laptop and a projector); what
     never changes (how to read the panels, that the band ignores s) is the notebook's prose."""
     last = r // 2 - 1
-    ramp = d["ramp"]
-    kept, divided = np.flatnonzero(ramp == 1.0), np.flatnonzero(ramp == 0.0)
-    blend = np.flatnonzero((ramp > 0.0) & (ramp < 1.0))
-    over = {k: float(v.max()) for k, v in d["overshoot"].items()}
-    worst = int(np.argmax(d["overshoot"]["NTK-aware"]))
+    p = d["pairs"]
     names = {"PI (linear)": "PI", "NTK-aware": "NTK-aware", "YaRN": "YaRN", "llama3": "llama3"}
     lines = [
         f"factor s = {s:g} · base b = {b:,} · L0 = {L0:,} → target s·L0 = {d['target']:,} "
         f"positions · rotary dim {r}",
-        f"YaRN band (low, high) = {_band_text(d['band'])}: kept {_pairs(kept)} (≥ {beta_fast:g} "
-        f"turns in L0) · ramp {_pairs(blend)} · θ/s {_pairs(divided)} (≤ {beta_slow:g} turn)",
+        f"YaRN band (low, high) = {_band_text(d['band'])}: kept {pair_ranges(p.kept)} "
+        f"(≥ {beta_fast:g} turns in L0) · ramp {pair_ranges(p.ramped)} · "
+        f"θ/s {pair_ranges(p.divided)} (≤ {beta_slow:g} turn)",
         f"YaRN μ = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin: rotary scores "
-        f"× μ² = {d['mscale'] ** 2:.4f}",
+        f"× μ² = {d['score_scale']:.4f}",
         f"PI: pair 0 turns {d['inv']['PI (linear)'][0]:.3f} rad per token · NTK-aware: base "
-        f"{b:,} → {d['ntk_base']:,.0f}, pair {last} slowed {d['theta'][last] / d['inv']['NTK-aware'][last]:.2f}×",
+        f"{b:,} → {d['ntk_base']:,.0f}, pair {last} slowed "
+        f"{d['slowdown']['NTK-aware'][last]:.2f}×",
         f"overshoot at {d['target'] - 1:,}: " + " · ".join(
-            f"{names.get(k, k)} {v:.3g}" + (f" (pair {worst})" if k == "NTK-aware" and v > 0
-                                            else "") for k, v in over.items()) + " rad",
+            f"{names.get(k, k)} {v:.3g}" + (f" (pair {pair})" if k == "NTK-aware" and
+                                            pair is not None else "")
+            for k, (v, pair) in d["largest_overshoot"].items()) + " rad",
     ]
     return "\n".join(lines)
 
