@@ -339,3 +339,156 @@ def test_every_variant_is_still_there():
     seen = {(str(p.relative_to(ROOT)), c[1]) for p in _python_files() for c in _rule_copies_in(p)}
     gone = [entry for entry in VARIANTS if entry not in seen]
     assert not gone, f"VARIANTS lists lines that are gone (remove them from VARIANTS): {gone}"
+
+
+# ------------------------------------------------------------------ RoPE rules copied upstairs (issue 31)
+
+# The numbers notebooks 07 and 08's widgets show, each computed once in lessonlib.rope: a widget
+# that computes one of them again (from the frequencies rope returned) is a second copy.
+ROPE_OWNERS = {
+    "mscale": "rope.yarn_mscale (YaRN's mu = 0.1 mscale ln s + 1)",
+    "pair_sets": "rope.yarn_pair_sets (YaRN's kept, ramped and divided pairs)",
+    "set_difference": "rope.yarn_pair_sets (a set of pairs, from the ramp)",
+    "worst_pair": "rope.largest_overshoot (the largest overshoot and its pair)",
+    "clock_angle": "rope.clock_angle (the angle less its whole turns)",
+    "score_scale": "rope.rotary_score_scale (mu squared on the scores)",
+    "frequency_arithmetic": "rope.frequency_ratio, rope.slowdown, rope.angle_at or "
+                            "rope.wavelengths (theta' / theta, theta / theta', m theta, 2 pi / theta)",
+}
+_INDEX_SETS = {"flatnonzero", "nonzero", "argwhere", "where"}
+_SET_OPS = {"setdiff1d", "intersect1d", "union1d", "setxor1d", "in1d", "isin"}
+_TURN_NAMES = {"TWO_PI", "two_pi", "TAU", "tau"}
+_FREQ_WORDS = ("theta", "inv", "inv_freq")
+_MU_WORDS = ("mscale", "mu", "attention_factor")
+_PAIR_WORDS = ("pair", "pairs", "kept", "ramp", "ramped", "blend", "divided", "never", "outside",
+               "range", "arange")
+
+
+def _called(node):
+    """The name a call calls: ``np.flatnonzero(...)`` -> 'flatnonzero', ``x.argmax()`` -> 'argmax'."""
+    if not isinstance(node, ast.Call):
+        return None
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+
+
+def _is_number(node, *values):
+    return isinstance(node, ast.Constant) and not isinstance(node.value, bool) and \
+        isinstance(node.value, (int, float)) and node.value in values
+
+
+def _is_turn(node):
+    """2 pi written as TWO_PI, math.tau, 2 * np.pi, 2 * math.pi."""
+    if isinstance(node, ast.Name) and node.id in _TURN_NAMES:
+        return True
+    if isinstance(node, ast.Attribute) and node.attr in ("TWO_PI", "tau"):
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and any(
+        _is_number(a, 2) and isinstance(b, (ast.Attribute, ast.Name)) and
+        getattr(b, "attr", getattr(b, "id", None)) == "pi"
+        for a, b in ((node.left, node.right), (node.right, node.left)))
+
+
+def _words(node):
+    """The names, attributes and string keys an expression reads, lower case."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            found.add(n.id.lower())
+        elif isinstance(n, ast.Attribute):
+            found.add(n.attr.lower())
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            found.add(n.value.lower())
+    return found
+
+
+def _mentions(node, words):
+    """``node`` reads a name, attribute or key that is one of ``words`` or has one as a part
+    between underscores (inv_ntk, d["theta"], sp.attention_factor; not invert, multiply)."""
+    return any(w == word or w.startswith(word + "_") or w.endswith("_" + word) or
+               f"_{word}_" in w for w in _words(node) for word in words)
+
+
+def rope_rule_copies(source):
+    """(line, key of ROPE_OWNERS) of every copy of a rope rule in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = _called(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and \
+                any(_is_number(n, 0.1) for n in ast.walk(node)) and \
+                any(_called(n) in ("log", "log1p") for n in ast.walk(node)):
+            found.append((node.lineno, "mscale"))
+        if name in _INDEX_SETS and node.args and any(
+                isinstance(n, ast.Compare) and any(_is_number(c, 0, 1) for c in
+                                                   [n.left, *n.comparators])
+                for n in ast.walk(node.args[0])):
+            found.append((node.lineno, "pair_sets"))
+        if (name in _SET_OPS and _mentions(node, _PAIR_WORDS)) or (
+                isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and
+                any(_called(s) == "set" or isinstance(s, (ast.Set, ast.SetComp))
+                    for s in (node.left, node.right)) and _mentions(node, _PAIR_WORDS)):
+            found.append((node.lineno, "set_difference"))
+        if name in ("argmax", "argmin", "nanargmax"):
+            found.append((node.lineno, "worst_pair"))
+        if (name in ("mod", "fmod", "remainder") and len(node.args) == 2 and
+                _is_turn(node.args[1])) or (isinstance(node, ast.BinOp) and
+                                            isinstance(node.op, ast.Mod) and _is_turn(node.right)):
+            found.append((node.lineno, "clock_angle"))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and \
+                _is_number(node.right, 2) and _mentions(node.left, _MU_WORDS):
+            found.append((node.lineno, "score_scale"))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)) and \
+                (_mentions(node.left, _FREQ_WORDS) or _mentions(node.right, _FREQ_WORDS)):
+            found.append((node.lineno, "frequency_arithmetic"))
+    return found
+
+
+def test_the_rope_rule_scan_finds_the_copies_issue_31_removed():
+    """The copies as widgets.rope wrote them before issue 31 moved them to rope, and near forms,
+    are found; calling the owner, or formatting its answer, is not."""
+    copies = {
+        "mscale": ['mu = 1 + 0.1 * math.log(s)', 'mu = 0.1 * mscale * np.log(s) + 1.0',
+                   'mu = math.log(s) * 0.1 + 1'],
+        "pair_sets": ['kept, divided = np.flatnonzero(ramp == 1.0), np.flatnonzero(ramp == 0.0)',
+                      'blend = np.flatnonzero((ramp > 0.0) & (ramp < 1.0))',
+                      'kept = np.where(ramp >= 1)[0]'],
+        "set_difference": ['ramped = np.setdiff1d(np.arange(64), kept)',
+                           'ramped = set(range(n)) - set(kept) - set(divided)'],
+        "worst_pair": ['worst = int(np.argmax(d["overshoot"]["NTK-aware"]))',
+                       'worst = over.argmax()'],
+        "clock_angle": ["x = np.mod(d['angles'][0], plots.TWO_PI)", 'a = m * theta % (2 * math.pi)',
+                        'a = np.mod(angles, 2 * np.pi)', 'a = math.fmod(x, math.tau)'],
+        "score_scale": ["s = d['mscale'] ** 2", 'scores = mu ** 2', 'f = sp.attention_factor ** 2'],
+        "frequency_arithmetic": ["r = d['theta'][last] / d['inv']['NTK-aware'][last]",
+                                 'ratios = {k: v[0] / theta for k, v in inv.items()}',
+                                 'slow = theta / inv_ntk', 'wl = 2 * np.pi / theta',
+                                 'angles = m * d["theta"]'],
+    }
+    for rule, sources in copies.items():
+        for source in sources:
+            assert rule in [why for _, why in rope_rule_copies(source)], (rule, source)
+    fine = [
+        'sets = yarn_pair_sets(band[0], band[1], r // 2)', 'mu = yarn_mscale(s)',
+        "line = f\"YaRN μ = 1 + 0.1·ln s = {d['mscale']:.4f}\"",  # the rule's name, as text
+        'outside = np.flatnonzero(d["outside"])',  # the pairs of a computed mask
+        'x = 0.1 * width', 'y = math.log(v / slider.value)', 'n = 2 ** 10', 'w = x ** 2',
+        'm = min(max(coarse + fine, 0), max_position)', 'half = coarse_step // 2',
+        'c = int(math.floor(m / coarse_step + 0.5)) * coarse_step',
+        'lo = 1 / (1.5 * max_factor)', 'share = len(kept) / n_pairs',
+        'x = invert * 2', 'y = multiplier ** 2', 'pairs = theta.size // 2',
+        'unknown = set(values) - set(self.controls)',  # names of controls, not pairs
+        'top = max(max(w.max() for w in widest.values()), widest["target"])',
+    ]
+    for source in fine:
+        assert not rope_rule_copies(source), (source, rope_rule_copies(source))
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "lessonlib/widgets").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_widgets_compute_no_rope_rule(path):
+    name = str(path.relative_to(ROOT))
+    lines = path.read_text().splitlines()
+    found = rope_rule_copies(path.read_text())
+    assert not found, "a rope rule computed again in a widget (call lessonlib.rope):\n" + \
+        "\n".join(f"{name}:{line}: {lines[line - 1].strip()}: call {ROPE_OWNERS[why]}"
+                  for line, why in found)
