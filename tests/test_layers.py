@@ -23,6 +23,9 @@ a term ``exp(x - m)``: ``softmax``'s steps carry them) and one minus a sum (the 
 plots own (``_pad``: ``kv_cache.llamacpp_swa_cells``; ``_log_ylim`` or ``fit_log_ylim``:
 ``plots.fit_log_ylim``). A check recomputes the typical mistakes, and the state it probes a
 student's function with, the wrong way on purpose: those lines are listed in ``VARIANTS``.
+The numbers of notebooks 07-08's widgets are ``lessonlib.rope``'s (``rope_rule_copies``): no
+widget, nor ``plots.rope``, computes YaRN's mu, its pair sets, the worst pair, an angle less its
+whole turns, mu squared or a frequency's ratio again.
 """
 import ast
 import json
@@ -483,12 +486,13 @@ def test_the_rope_rule_scan_finds_the_copies_issue_31_removed():
         assert not rope_rule_copies(source), (source, rope_rule_copies(source))
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "lessonlib/widgets").rglob("*.py")),
+@pytest.mark.parametrize("path", sorted((ROOT / "lessonlib/widgets").rglob("*.py")) +
+                         [ROOT / "lessonlib/plots/rope.py"],
                          ids=lambda p: str(p.relative_to(ROOT)))
-def test_widgets_compute_no_rope_rule(path):
+def test_widgets_and_rope_plots_compute_no_rope_rule(path):
     name = str(path.relative_to(ROOT))
     lines = path.read_text().splitlines()
     found = rope_rule_copies(path.read_text())
-    assert not found, "a rope rule computed again in a widget (call lessonlib.rope):\n" + \
+    assert not found, "a rope rule computed again upstairs (call lessonlib.rope):\n" + \
         "\n".join(f"{name}:{line}: {lines[line - 1].strip()}: call {ROPE_OWNERS[why]}"
                   for line, why in found)

@@ -38,8 +38,9 @@ def test_clock_hands_draw_and_update(ax):
 
 def test_angle_coverage_draw_and_update(ax):
     pairs = np.arange(4)
-    art = P.draw_angle_coverage(ax, pairs, [100.0, 7.0, 2.0, 0.5], [7.0, 1.0, 3.0, 0.2],
-                                [False, False, True, False])
+    # the angles come with their whole turns removed (rope.clock_angle): drawn as given
+    art = P.draw_angle_coverage(ax, pairs, [100.0, 7.0, 2.0, 0.5],
+                                [7.0 - 2 * math.pi, 1.0, 3.0, 0.2], [False, False, True, False])
     labelled(ax)
     assert [t.get_text() for t in art["key"].get_texts()] == \
         ["seen in training", "angle at m", "never seen"]
@@ -48,7 +49,7 @@ def test_angle_coverage_draw_and_update(ax):
     np.testing.assert_allclose(art["trained"].get_data().values, [2 * math.pi, 2 * math.pi, 2, 0.5])
     np.testing.assert_allclose(art["dots"].get_ydata(), [7 - 2 * math.pi, 1, 3, 0.2])
     np.testing.assert_allclose(art["outside"].get_data(), [[2], [3]])
-    P.update_angle_coverage(art, [1.0, 1.0, 1.0, 1.0], [0.5, 2.0, 0.5, 9.0],
+    P.update_angle_coverage(art, [1.0, 1.0, 1.0, 1.0], [0.5, 2.0, 0.5, 9.0 - 2 * math.pi],
                             [False, True, False, True])
     np.testing.assert_allclose(art["trained"].get_data().values, 1.0)
     np.testing.assert_allclose(art["outside"].get_data(), [[1, 3], [2.0, 9 - 2 * math.pi]])

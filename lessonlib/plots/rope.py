@@ -198,14 +198,15 @@ def draw_angle_coverage(ax, pairs, trained_arcs, angles, outside,
     """Notebook 07: per pair, a filled step up to the largest angle seen in training (capped
     at 2π: a pair that turned saw every angle) and a dot at the angle of position m (whole
     turns removed); an X marks a pair whose angle lies outside what it saw (``outside``). The
-    key is a row at the figure's top right, above the title, off the data.
+    key is a row at the figure's top right, above the title, off the data. ``angles`` come
+    with their whole turns removed, in [0, 2π) (``rope.clock_angle``): they are drawn as given.
 
     Returns ``{"trained": StepPatch, "dots": Line2D, "outside": Line2D, "key": Legend}``.
     """
     pairs = np.asarray(pairs)
     trained = ax.stairs(np.minimum(trained_arcs, TWO_PI), np.append(pairs, pairs[-1] + 1) - 0.5,
                         fill=True, color=PALETTE["sky"], label="seen in training")
-    wrapped = np.mod(angles, TWO_PI)
+    wrapped = np.asarray(angles, dtype=float)
     dots, = ax.plot(pairs, wrapped, linestyle="none", marker="o", markersize=3.5,
                     color=PALETTE["black"], label="angle at m")
     out = np.asarray(outside, dtype=bool)
@@ -226,10 +227,10 @@ def draw_angle_coverage(ax, pairs, trained_arcs, angles, outside,
 
 
 def update_angle_coverage(artists, trained_arcs, angles, outside):
-    """Update ``draw_angle_coverage``: the arcs training covered, the angles at m, the pairs
-    outside."""
+    """Update ``draw_angle_coverage``: the arcs training covered, the angles at m (whole turns
+    removed, as drawn), the pairs outside."""
     artists["trained"].set_data(values=np.minimum(trained_arcs, TWO_PI))
-    wrapped = np.mod(angles, TWO_PI)
+    wrapped = np.asarray(angles, dtype=float)
     artists["dots"].set_ydata(wrapped)
     x = np.asarray(artists["dots"].get_xdata())
     out = np.asarray(outside, dtype=bool)

@@ -186,7 +186,7 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
         "clock": plots.draw_clock_hands(ax_clock, pairs, d["angles"][pairs],
                                         d["trained"][pairs]),
         "coverage": plots.draw_angle_coverage(ax_cov, np.arange(r // 2), d["trained"],
-                                              d["angles"], d["outside"]),
+                                              d["on_clock"], d["outside"]),
     }
     freeze_layout(fig)
 
@@ -194,7 +194,8 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
         m = min(max(coarse + fine, 0), max_position)
         d = clock_data(m, b, n_train, r)
         plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
-        plots.update_angle_coverage(artists["coverage"], d["trained"], d["angles"], d["outside"])
+        plots.update_angle_coverage(artists["coverage"], d["trained"], d["on_clock"],
+                                    d["outside"])
         return _clock_readout(m, b, n_train, d, coarse, fine), dict(d, m=m)
 
     explorer = Explorer(controls, fig, redraw, axes=(ax_clock, ax_cov), artists=artists)
