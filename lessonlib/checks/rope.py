@@ -636,7 +636,7 @@ def yarn_score_factor(answer):
     cfg = load_config(QUESTIONS["yarn_score_factor"]["config"])
     sp = R.scaling_parameters(cfg)
     s, mu = sp.factor, sp.attention_factor
-    expected = mu ** 2
+    expected = R.rotary_score_scale(mu)
     mistakes = [
         (mu, "That is mu itself. It multiplies cos and sin, so it reaches both q and k: the score "
              "carries mu squared. Applying mu once to the scores instead of to q and k "
