@@ -8,7 +8,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from _support import notebook_explorers, slider_values, sliders
 from lessonlib import runtime
-from lessonlib.widgets import _base, rope, windows
+from lessonlib.widgets import _base, _render, rope, windows
 
 
 def pixels(fig):
@@ -19,12 +19,17 @@ def differing_fraction(a, b):
     return float((a != b).any(axis=-1).mean())
 
 
+# A blitted frame draws the changing artists over a background that holds the ticks, a full draw
+# draws each artist at its z-order: only where a changing artist crosses a tick mark can the
+# layering differ (tests/test_widgets_render.py allows the fast and plain paths the same).
+BLIT_TOLERANCE = 0.0005  # of the figure's pixels
+
+
 def assert_blit_matches_full_draw(w):
     after_blit = pixels(w.fig)
     FigureCanvasAgg.draw(w.fig.canvas)  # everything, from scratch, whatever the canvas
     full = pixels(w.fig)
-    # Only where a changing artist crosses a tick mark can the layering differ.
-    assert differing_fraction(after_blit, full) < 0.0005
+    assert differing_fraction(after_blit, full) < BLIT_TOLERANCE
 
 
 @pytest.mark.parametrize("make, key, values", [
@@ -197,7 +202,7 @@ def test_display_puts_a_picture_before_the_live_widget():
     assert f"+ .jp-OutputArea-child + .jp-OutputArea-child .{_base.EXPLORER_CLASS}" in helper._css
     assert 'data-smallest-text-px="' in helper.info
     assert helper.canvas == ""  # headless: no ipympl canvas whose frames it could speed up
-    assert f"}}, {_base.DATA_URL_DELAY_MS});" in helper._esm and "DATA_URL_DELAY_MS" not in \
+    assert f"}}, {_render.DATA_URL_DELAY_MS});" in helper._esm and "DATA_URL_DELAY_MS" not in \
         helper._esm  # the delay is written into the page's code
     shown.clear()  # the presenter shows only widgets: the picture is not drawn there
     import os
@@ -231,82 +236,6 @@ def test_checkbox_label_is_not_indented_and_takes_its_width():
         _base.checkbox("learned sink", "yes")
 
 
-def _decode(png):
-    from PIL import Image
-    import io
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
-
-
-def test_fast_frames_send_the_same_pixels_as_matplotlibs_encoder():
-    """fast_frames only changes zlib's level: the same full frame, the same diff frames (the
-    changed pixels, the rest transparent), the same full/diff modes, on an ipympl canvas."""
-    import matplotlib.figure
-    from ipympl.backend_nbagg import Canvas
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.backends.backend_webagg_core import FigureCanvasWebAggCore
-
-    def frames(fast):
-        fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50)
-        canvas = Canvas(fig)
-        if fast:
-            _base.fast_frames(canvas)
-        ax = fig.add_subplot()
-        line, = ax.plot([0, 1, 2], [0, 1, 0])
-        out = []
-        for y in (1, 3, 2):
-            line.set_ydata([0, y, 0])
-            FigureCanvasAgg.draw(canvas)  # render only (no manager sends it here)
-            canvas._png_is_old = True
-            png = canvas.get_diff_image() if fast else \
-                FigureCanvasWebAggCore.get_diff_image(canvas)
-            out.append((canvas._current_image_mode, _decode(png), len(png)))
-        canvas._png_is_old = False
-        assert canvas.get_diff_image() is None  # nothing new: nothing sent
-        return out
-
-    slow, fast = frames(False), frames(True)
-    assert [m for m, _, _ in fast] == [m for m, _, _ in slow] == ["full", "diff", "diff"]
-    for (_, a, _), (_, b, _) in zip(slow, fast):
-        np.testing.assert_array_equal(a, b)
-    assert fast[1][1][..., 3].min() == 0 < fast[1][1][..., 3].max()  # a diff: some unchanged
-
-
-def test_fast_frames_leaves_a_canvas_that_sends_no_frames_alone():
-    import matplotlib.figure
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    canvas = FigureCanvasAgg(matplotlib.figure.Figure())
-    _base.fast_frames(canvas)
-    assert "get_diff_image" not in vars(canvas)
-
-
-@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (37, 91)])
-@pytest.mark.parametrize("zero_rows", ["none", "top", "bottom", "both", "all", "middle"])
-def test_png_rgba_decodes_to_its_pixels(shape, zero_rows):
-    """Any pixels, with rows of zeros (a diff frame's unchanged rows) above, below or between
-    the others, or everywhere: Pillow decodes the pixels and zlib accepts the stream as it is
-    (its checksum included)."""
-    import struct
-    import zlib
-    h = shape[0]
-    rgba = np.random.default_rng(sum(shape)).integers(0, 256, (*shape, 4), dtype=np.uint8)
-    cut = {"none": [], "top": range(0, h // 2), "bottom": range(h - h // 2, h),
-           "both": [*range(0, h // 3), *range(h - h // 3, h)], "all": range(h),
-           "middle": range(h // 3, h - h // 3)}[zero_rows]
-    rgba[list(cut)] = 0
-    png = _base.png_rgba(rgba)
-    np.testing.assert_array_equal(_decode(png), rgba)
-    (length,) = struct.unpack(">I", png[33:37])
-    assert png[37:41] == b"IDAT"
-    rows = zlib.decompress(png[41:41 + length])  # checks the stream's adler32
-    assert rows == np.concatenate([np.zeros((h, 1), np.uint8), rgba.reshape(h, -1)], 1).tobytes()
-
-
-def test_png_rgba_compresses_zero_rows_to_little():
-    rgba = np.zeros((440, 920, 4), np.uint8)
-    rgba[200:210, 100:300] = 255
-    assert len(_base.png_rgba(rgba)) < 8_000  # 1.6 MB of pixels
-
-
 def test_rehearse_finds_the_texts_elsewhere_without_moving_a_control(monkeypatch):
     w = windows.window_explorer("gpt-oss-20b")
     values, readout, shown = w.values, w.readout, pixels(w.fig)
@@ -325,63 +254,6 @@ def test_rehearse_finds_the_texts_elsewhere_without_moving_a_control(monkeypatch
     assert not full_draws
     with pytest.raises(ValueError, match="no control named"):
         w.rehearse(windw=16)
-
-
-# ------------------------------------------------------------------ frames a browser asks for
-def _ipympl_explorer():
-    """An Explorer on a real ipympl canvas and manager (no browser: frames go nowhere), with
-    its full renders and sent frames counted."""
-    import matplotlib.figure
-    from ipympl.backend_nbagg import Canvas, FigureManager
-
-    fig = matplotlib.figure.Figure(figsize=(3, 2), dpi=50, layout="constrained")
-    canvas = Canvas(fig)
-    FigureManager(canvas, 0)
-    _base.fast_frames(canvas)
-    _base.resend_current_frames(canvas)
-    ax = fig.add_subplot()
-    (line,) = ax.plot([0, 1, 2], [0, 1, 0])
-    ax.set_ylim(0, 3)
-    _base.freeze_layout(fig)
-    renders, frames = [], []
-    full = fig.draw
-    fig.draw = lambda renderer: renders.append(1) or full(renderer)
-    canvas.send_binary = lambda data: frames.append(_decode(data))
-    w = _base.Explorer({"y": widgets.FloatSlider(value=1.0, min=0.0, max=3.0)}, fig,
-                       lambda y: line.set_ydata([0, y, 0]) or f"y = {y}")
-    return w, line, renders, frames
-
-
-def test_an_updated_figure_is_fresh_and_a_refresh_resends_its_frame_without_rendering():
-    """After each update the canvas holds the current frame: pyplot's draw_all (after every
-    widget message) finds nothing stale, and ipympl's refresh of a new view resends it."""
-    w, line, renders, frames = _ipympl_explorer()
-    w.controls["y"].value = 2.5
-    assert not w.fig.stale
-    current = pixels(w.fig)
-    n = len(renders)
-    w.fig.canvas.handle_refresh({})  # a view opens: ipympl forces a full frame
-    w.fig.canvas.draw()  # the draw the browser then asks for
-    assert len(renders) == n  # nothing rendered again
-    np.testing.assert_array_equal(frames[-1], current)  # the full frame, as it is
-    w.fig.canvas.draw()
-    assert len(renders) == n
-
-
-@pytest.mark.parametrize("change", ["artist", "size", "dpi"])
-def test_a_changed_figure_is_rendered_in_full(change):
-    w, line, renders, frames = _ipympl_explorer()
-    n = len(renders)
-    if change == "artist":
-        line.set_color("red")  # outside any Explorer update: the figure is stale
-    elif change == "size":
-        w.fig.set_size_inches(4, 2, forward=False)
-    else:
-        w.fig.canvas._set_device_pixel_ratio(2)  # a HiDPI screen: the dpi doubles
-    w.fig.canvas.draw()
-    assert len(renders) == n + 1
-    assert not w.fig.stale
-    assert frames[-1].shape[:2] == pixels(w.fig).shape[:2]
 
 
 # ------------------------------------------------------------------ one way to build an Explorer

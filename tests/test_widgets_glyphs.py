@@ -1,11 +1,12 @@
-"""Kept layouts and glyph images (lessonlib.widgets._glyphs) draw exactly matplotlib's pixels."""
+"""Kept layouts and glyph images (lessonlib.widgets._render.fast_text) draw exactly matplotlib's
+pixels."""
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 
 from _support import notebook_explorers, slider_values, sliders
-from lessonlib.widgets import _base, _glyphs
+from lessonlib.widgets import _base, _render
 
 
 def matplotlibs_pixels(fig):
@@ -23,19 +24,20 @@ def kept_pixels(fig):
 
 def test_this_matplotlib_is_the_one_fast_text_repeats():
     # requirements.txt pins matplotlib 3.11.2; another version must be looked at, not skipped
-    assert _glyphs.supported()
+    # (elsewhere the widgets take the plain path: tests/test_widgets_render.py)
+    assert _render._why_not_fast() is None
 
 
 def test_a_widget_figure_draws_its_text_with_kept_glyphs():
     fig, ax = _base.new_figure(figsize=(3, 2))
     ax.set_title("n = 4,096 tokens")
-    _glyphs.clear()
+    _render.clear()
     FigureCanvasAgg.draw(fig.canvas)
-    assert fig.canvas.get_renderer().draw_text.__func__ is _glyphs._draw_text
-    sizes = _glyphs.cache_sizes()
+    assert fig.canvas.get_renderer().draw_text.__func__ is _render._draw_text
+    sizes = _render.cache_sizes()
     assert sizes["layouts"] > 0 and sizes["glyphs"] > 0
     FigureCanvasAgg.draw(fig.canvas)  # the same texts again: nothing new is kept
-    assert _glyphs.cache_sizes() == sizes
+    assert _render.cache_sizes() == sizes
 
 
 @pytest.mark.parametrize("name", sorted(notebook_explorers()))
@@ -64,7 +66,7 @@ def test_moved_rotated_and_unsmoothed_text_draws_matplotlibs_pixels(dpi):
     texts = [ax.text(0.013 * i, 0.07 * i, "m = 4,095 · θ", rotation=angle, fontsize=7 + i,
                      antialiased=i % 3 != 0)
              for i, angle in enumerate([0, 90, 30, -45, 0, 180, 12.5, 0, 270, 0])]
-    _glyphs.clear()
+    _render.clear()
     for shift in (0.0, 0.0031, 0.25, 0.5017):
         for t in texts:
             x, y = t.get_position()
@@ -81,12 +83,12 @@ def test_mathtext_is_drawn_by_matplotlib():
 
 
 def test_the_caches_start_again_when_full(monkeypatch):
-    monkeypatch.setattr(_glyphs, "_MOST", 5)
+    monkeypatch.setattr(_render, "_MOST", 5)
     fig, ax = _base.new_figure(figsize=(3, 2))
     texts = [ax.text(0.1, 0.1 * i, f"{i} abcdefgh") for i in range(8)]
-    _glyphs.clear()
+    _render.clear()
     kept_pixels(fig)
-    sizes = _glyphs.cache_sizes()
+    sizes = _render.cache_sizes()
     assert sizes["layouts"] <= 5 and sizes["glyphs"] <= 5
     assert np.array_equal(kept_pixels(fig), matplotlibs_pixels(fig))
     assert texts
@@ -97,5 +99,5 @@ def test_a_canvas_without_renderers_is_left_alone():
     class NoRenderer:
         pass
     canvas = NoRenderer()
-    _glyphs.fast_text(canvas)
+    _render.fast_text(canvas)
     assert not hasattr(canvas, "get_renderer")

@@ -3,15 +3,20 @@
 What a student sees is the same everywhere: the figure fits the width it is given (JupyterLab's
 output area beside the file browser, a projector's page) by scaling, never by being cut
 (``FIT_CSS``); a control that has no effect in the current state is disabled
-(``Explorer(..., disabled_when=...)``); and where no kernel runs (GitHub, nbviewer, an
+(``Explorer(..., disabled_when=...)``); where no kernel runs (GitHub, nbviewer, an
 nbconvert export) the output shows a picture of the figure as first drawn (``Explorer``'s
-display puts it in the output before the live widget, which hides it once it runs).
+display puts it in the output before the live widget, which hides it once it runs); and where
+ipympl's front end is missing (JupyterLab without its extension, VS Code offline, a hosted
+notebook) the frames show in a core ``ipywidgets.Image``, so the controls still move the figure.
+
+How a frame is drawn and reaches the page, with everything that leans on ipympl's or
+matplotlib's private API, the check that falls back to the plain ``canvas.draw_idle()`` path
+where the installed versions differ, and the contract a ``redraw`` keeps (it is pure), is
+``_render``'s.
 """
 import base64
 import html
 import io
-import struct
-import zlib
 
 import anywidget
 import ipywidgets as widgets
@@ -26,7 +31,7 @@ from .. import _validate as check
 from .. import runtime
 from ..configs import config_dict  # "a config name or a dict": compute's one reader
 from ..models import Model, load_model
-from ._glyphs import fast_text
+from . import _render
 
 __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
            "model_arg", "rope_arg",
@@ -97,129 +102,12 @@ def new_figure(figsize=(7.5, 3.8), ncols=1, nrows=1, **kw):
     with plt.ioff():
         fig, axes = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", **kw)
     canvas = fig.canvas
-    fast_text(canvas)  # its texts' layouts and glyph images kept between frames (_glyphs)
+    _render.prepare_canvas(canvas, _render.fast_path_ok())  # the fast path's parts (_render)
     if isinstance(canvas, widgets.DOMWidget):  # ipympl: no figure title bar, no resize handle
         canvas.header_visible = False
         canvas.footer_visible = False  # the cursor's coordinates: 20 px the readout needs
         canvas.resizable = False
-        # Widgets draw before they are displayed; ipympl 0.10 then syncs that first image as
-        # bare base64 without its data: prefix, JupyterLab requests it as a URL and the canvas
-        # stays 0 x 0 (no figure at all). The browser tests catch this.
-        canvas.syncing_data_url = False
-        fast_frames(canvas)
-        resend_current_frames(canvas)
     return fig, axes
-
-
-def fast_frames(canvas):
-    """Encode the frames ipympl sends faster: unfiltered rows, zlib level 1 (``png_rgba``).
-
-    Each slider step sends the changed pixels as a PNG (matplotlib's ``get_diff_image``: the
-    pixels that differ from the last frame sent, the others transparent). Pillow's encoder
-    (a filter chosen per row, zlib level 6) takes about as long as drawing a 920 x 440 frame;
-    this takes about half of that. Same pixels, same full/diff rule: tests/test_widgets_base.py
-    decodes both encoders' frames and compares them.
-    """
-    needed = ("_png_is_old", "_force_full", "_last_buff", "set_image_mode", "get_renderer")
-    if not all(hasattr(canvas, a) for a in needed):
-        return  # not a webagg-style canvas: nothing is sent as PNG
-
-    def get_diff_image():
-        if not canvas._png_is_old:
-            return None
-        pixels = np.asarray(canvas.get_renderer().buffer_rgba())
-        buff = pixels.view(np.uint32).squeeze(2)  # one uint32 per pixel: compared at once
-        if (canvas._force_full or buff.shape != canvas._last_buff.shape
-                or (pixels[:, :, 3] != 255).any()):  # transparency cannot be overlaid
-            canvas.set_image_mode("full")
-            output = buff
-        else:
-            canvas.set_image_mode("diff")
-            output = np.where(buff != canvas._last_buff, buff, 0)
-        canvas._last_buff = buff.copy()
-        canvas._force_full = False
-        canvas._png_is_old = False
-        return png_rgba(output.view(np.uint8).reshape((*output.shape, 4)))
-
-    canvas.get_diff_image = get_diff_image
-
-
-def resend_current_frames(canvas):
-    """Answer a browser's request for a full frame with the frame already drawn, when nothing
-    has changed since it was drawn.
-
-    ipympl asks for a full draw when a view opens (its "refresh", twice per figure when
-    Voila opens a page) and whenever the figure is stale after a kernel message (pyplot's
-    ``draw_all`` runs after every widget message). ``Explorer`` leaves the figure's complete
-    current frame in the canvas's buffer after each update and marks the figure fresh, so a
-    full draw there would render the same pixels again: a fifth of a second per figure on
-    notebook 10, while the next key press waits. A stale figure, or one whose size or dpi
-    changed since its last frame, is drawn in full as before.
-    """
-    if not (hasattr(canvas, "manager") and hasattr(canvas, "_png_is_old")):
-        return  # not a webagg-style canvas: its draws send nothing anywhere
-    full_draw = canvas.draw
-
-    def draw():
-        fig = canvas.figure
-        size = (*canvas.get_width_height(physical=True), fig.dpi)
-        if fig.stale or getattr(canvas, "_lastKey", None) != size or canvas.manager is None:
-            return full_draw()
-        canvas._png_is_old = True  # the buffer holds the frame: send it (full or diff)
-        canvas.manager.refresh_all()
-
-    canvas.draw = draw
-
-
-def png_rgba(rgba, level=1):
-    """An (h, w, 4) uint8 array as a PNG: every row unfiltered (filter type 0), zlib ``level``.
-
-    Pillow picks a filter per row, which costs more than the compression; a diff frame (mostly
-    transparent zeros) compresses well without one. Rows of zeros above and below the rows that
-    hold anything (in a diff frame, rows where nothing changed) are not compressed at all: the
-    zlib stream there is a kept deflate block of zeros (``_zero_rows``), and only the rows
-    between them go through zlib. Any PNG decoder reads it.
-    """
-    h, w, _ = rgba.shape
-    rows = np.zeros((h, w * 4 + 1), np.uint8)  # a 0 (no filter) before each row
-    rows[:, 1:] = rgba.reshape(h, w * 4)
-    used = np.flatnonzero(rgba.reshape(h, w * 4).any(axis=1))
-    top, bottom = (int(used[0]), int(used[-1]) + 1) if used.size else (h, h)
-    band = zlib.compressobj(level, zlib.DEFLATED, -15)  # raw deflate: blocks, no header
-    stream = b"".join([
-        b"\x78\x01",  # zlib's header: deflate with a 32 KiB window
-        _zero_rows(top, rows.shape[1]),
-        band.compress(rows[top:bottom]) + band.flush(zlib.Z_SYNC_FLUSH),
-        _zero_rows(h - bottom, rows.shape[1]),
-        b"\x03\x00",  # an empty final block
-        struct.pack(">I", zlib.adler32(rows) & 0xFFFFFFFF)])
-
-    def chunk(tag, data):
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
-
-    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8 bits, RGBA, no interlace
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", stream)
-            + chunk(b"IEND", b""))
-
-
-_ZERO_BLOCKS = {}  # (rows, row bytes) -> raw deflate blocks of that many zero bytes
-
-
-def _zero_rows(n, stride):
-    """Raw deflate blocks (byte-aligned, not final) that inflate to ``n * stride`` zeros: kept
-    blocks for 1, 2, 4, ... rows, joined by the binary digits of ``n``."""
-    parts, k = [], 1
-    while n:
-        if n & 1:
-            key = (k, stride)
-            if key not in _ZERO_BLOCKS:
-                zeros = zlib.compressobj(9, zlib.DEFLATED, -15)
-                _ZERO_BLOCKS[key] = zeros.compress(bytes(k * stride)) + \
-                    zeros.flush(zlib.Z_SYNC_FLUSH)
-            parts.append(_ZERO_BLOCKS[key])
-        n, k = n >> 1, k << 1
-    return b"".join(parts)
 
 
 def _neighbours(control):
@@ -252,7 +140,13 @@ class Explorer:
     as ``explorer.axes`` and ``explorer.artists``: every factory builds its Explorer this one
     way, after ``freeze_layout``. With ``blit`` (the default) and a frozen layout
     (``freeze_layout``) only what can change is redrawn on top of a cached background; under a
-    live layout engine every update is a full redraw.
+    live layout engine, or on the plain path (``_render``: another matplotlib or ipympl than
+    the pinned ones), every update is a full redraw by ``canvas.draw_idle()``.
+
+    ``redraw`` must be pure (``_render``'s contract): it is also called at settings no one
+    chose (one step along each control at construction, ``rehearse``, ``picture``,
+    ``snapshot``, ``readout_at``) and then at the current one, so the same values must give
+    the same artists, readout and data, whatever was called before.
     """
 
     def __init__(self, controls, fig, redraw, *, axes=(), artists=None, blit=True,
@@ -270,7 +164,10 @@ class Explorer:
         if unknown:
             raise ValueError(f"disabled_when names no control: {sorted(unknown)}")
         self._readout = widgets.HTML()
-        self._blit = blit
+        self._fast = _render.fast_path_ok()  # decided once per process (_render)
+        self._blit = blit and self._fast
+        self._frame = None  # the core Image that shows the frames without ipympl's front end
+        self._front_end_seen = False  # ipympl's front end spoke: it shows the frames (_render)
         self._background = None  # the figure without its changing artists, once drawn
         self._signature = None  # what the background shows: limits, ticks, labels, size
         self._inside = {}  # (text, axes) -> the text is drawn over the axes (_inside_axes)
@@ -280,10 +177,13 @@ class Explorer:
         fig.stale_callback = None
         for c in self.controls.values():
             c.observe(lambda change: self.update(), names="value")
+        if isinstance(fig.canvas, widgets.DOMWidget):
+            _render.on_front_end(fig.canvas, self._front_end_alive)
         # The texts one step of any control changes, found before the first draw: the
         # background leaves them out from the start, so no first step draws it again.
         self._changing_texts = self._texts_changed_at(
-            {name: v} for name, c in self.controls.items() for v in _neighbours(c))
+            {name: v} for name, c in self.controls.items()
+            for v in _neighbours(c)) if self._blit else set()
         self.update()
 
     @property
@@ -305,6 +205,39 @@ class Explorer:
             self._draw_changes()
         else:
             self.fig.canvas.draw_idle()
+        if self._frame is not None and not self._front_end_seen:
+            self._frame.value = self._frame_png()
+
+    def _front_end_alive(self):
+        """ipympl's front end has the canvas: it draws the frames, the Image is not needed."""
+        self._front_end_seen = True
+        if self._frame is not None:
+            self._frame.layout.display = "none"
+
+    def _frame_png(self):
+        """The figure as it is now, as a PNG: the canvas's buffer where it holds the current
+        frame (after a blitted or synchronous draw), else drawn by ``savefig`` (an ipympl
+        canvas's ``draw_idle`` only asks the page for a draw)."""
+        canvas = self.fig.canvas
+        if not self.fig.stale and isinstance(canvas, FigureCanvasAgg):
+            try:
+                return _render.png_rgba(np.asarray(canvas.buffer_rgba()))
+            except AttributeError:  # never drawn: no buffer yet
+                pass
+        png = io.BytesIO()
+        self.fig.savefig(png, format="png", dpi=self.fig.dpi)
+        return png.getvalue()
+
+    def _frame_image(self):
+        """The core ``ipywidgets.Image`` that shows the figure's frames where ipympl's front end
+        is absent (``_render``'s contract, point 4), made when the widget is first shown."""
+        if self._frame is None:
+            self._frame = widgets.Image(value=self._frame_png(), format="png",
+                                        layout=widgets.Layout(max_width="100%", height="auto"))
+            self._frame.add_class(FRAME_CLASS)
+            if self._front_end_seen:
+                self._frame.layout.display = "none"
+        return self._frame
 
     def _show_readout(self):
         self._readout.value = f"<pre style='font-size:110%'>{html.escape(self._readout_text)}</pre>"
@@ -332,6 +265,8 @@ class Explorer:
         unknown = set(values) - set(self.controls)
         if unknown:
             raise ValueError(f"rehearse: no control named {sorted(unknown)}")
+        if not self._blit:
+            return  # every update draws the whole figure: no background to keep texts out of
         found = self._texts_changed_at([values]) - self._changing_texts
         if found:
             self._changing_texts |= found
@@ -440,8 +375,8 @@ class Explorer:
             changing = list(self._changing_artists())
             for _, a in changing:
                 a.set_visible(False)
-            try:  # Agg's own draw: render the background without sending it to a browser
-                FigureCanvasAgg.draw(canvas)
+            try:  # render the background without sending it to a browser
+                _render.draw_without_sending(canvas)
                 self._background = canvas.copy_from_bbox(self.fig.bbox)
             finally:
                 for _, a in changing:
@@ -458,14 +393,17 @@ class Explorer:
 
     @property
     def ui(self):
+        """The widget to display: the controls, the ipympl canvas (where the figure is one), the
+        core Image that shows the frames where ipympl's front end is absent (hidden where it is
+        there), the readout and the page helper."""
         canvas = self.fig.canvas
-        figure = canvas if isinstance(canvas, widgets.DOMWidget) else widgets.Output()
+        live = isinstance(canvas, widgets.DOMWidget)
         row = widgets.HBox(list(self.controls.values()))
         if self._wrap:
             row.layout = widgets.Layout(flex_flow="row wrap")
-        box = widgets.VBox([row, figure, self._readout,
+        box = widgets.VBox([row, *([canvas] if live else []), self._frame_image(), self._readout,
                             PageHelper(info=self._figure_info(),
-                                       canvas=canvas.model_id if figure is canvas else "")])
+                                       canvas=canvas.model_id if live and self._fast else "")])
         box.add_class(EXPLORER_CLASS)
         return box
 
@@ -580,8 +518,11 @@ class Explorer:
 # HTML widget reaches the page whatever JupyterLab's sanitizer does to outputs, and only where
 # the widget runs: there it also hides the static picture displayed just before it.
 # A disabled slider (Explorer(disabled_when=...)) shows a dimmed track; its label and number
-# keep their contrast (the accessibility audit reads them).
+# keep their contrast (the accessibility audit reads them). The frame Image (Explorer.ui) is
+# hidden as soon as ipympl's canvas is on the page (the kernel hides it too once ipympl's front
+# end speaks) and scaled like the canvas where it shows.
 EXPLORER_CLASS = "lessonlib-explorer"
+FRAME_CLASS = "lessonlib-frame"
 LIVE_TEXT = "[the live widget: its controls move the figure when the notebook runs]"
 FIT_CSS = f"""
 .jupyter-matplotlib-canvas-div {{ width: auto !important; max-width: 100%; height: auto !important; }}
@@ -592,75 +533,19 @@ FIT_CSS = f"""
 .jp-OutputArea-child:has(+ .jp-OutputArea-child + .jp-OutputArea-child .{EXPLORER_CLASS}) {{ display: none; }}
 .{EXPLORER_CLASS} .widget-slider:has([disabled]) .noUi-target {{ opacity: 0.3; }}
 .{EXPLORER_CLASS} .widget-slider:has([disabled]) {{ cursor: not-allowed; }}
+.{EXPLORER_CLASS}:has(.jupyter-matplotlib-canvas-div) .{FRAME_CLASS} {{ display: none !important; }}
+.{EXPLORER_CLASS} .{FRAME_CLASS} {{ max-width: 100%; height: auto; object-fit: contain; }}
 """
 
 # ipywidgets gives a slider's handle (role="slider") no accessible name and says nowhere that
 # the number beside it can be typed into: the page helper, a small anywidget at the end of
-# every Explorer, names each handle after its slider's label and marks the number box.
+# every Explorer, names each handle after its slider's label and marks the number box. It
+# gives the frame Image (shown where ipympl's front end is absent) a text alternative.
 #
-# It also takes the frames' work off the page's main thread, where it delays everything else
-# a key press does. ipympl's frontend, on each frame it receives, (1) re-encodes its whole
-# offscreen canvas with toDataURL (to keep the model's _data_url, the picture a saved widget
-# state would hold), synchronously, before the new frame is drawn: 30-40 ms per 930 x 440
-# frame in headless Chromium on these machines; and (2) loads the frame through a blob URL
-# into an <img>, which the browser decodes on the main thread when it is drawn. The helper
-# replaces that canvas model's handle_binary: the frame is decoded by createImageBitmap (off
-# the main thread), drawn in arrival order (full frames clear first, diff frames are drawn
-# over the last, as ipympl does), and _data_url is set, to the frame now shown, once frames
-# stop (DATA_URL_DELAY_MS). Where the comm is not live (a saved state) or the browser has no
-# createImageBitmap, ipympl's own path runs, its encode still deferred. The box's
-# data-lessonlib-frames attribute says the handler is installed, data-lessonlib-decoded counts
-# the frames it decoded and data-lessonlib-data-urls the deferred encodes (the browser tests
-# read all three). ipympl redraws its <img> only after a resize, which the kernel follows with
-# a full frame.
-DATA_URL_DELAY_MS = 500
-_PAGE_ESM = """
-function count(box, key) {
-  box.dataset[key] = String(Number(box.dataset[key] || 0) + 1);
-}
-function fastFrames(canvas, box) {
-  if (typeof canvas.handle_binary !== 'function') return;
-  if (!canvas.__lessonlibFrames) {
-    canvas.__lessonlibFrames = true;
-    const ipympl = canvas.handle_binary;
-    let timer = null, queue = Promise.resolve();
-    const keepDataUrl = (model) => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        model.set('_data_url', model.offscreen_canvas.toDataURL());
-        count(box, 'lessonlibDataUrls');
-      }, DATA_URL_DELAY_MS);
-    };
-    const ipymplDeferred = (model, msg, buffers) => {
-      const offscreen = model.offscreen_canvas;
-      const kept = model.get('_data_url');
-      offscreen.toDataURL = () => kept;  // for this call only: no encode before the draw
-      try { ipympl.call(model, msg, buffers); } finally { delete offscreen.toDataURL; }
-      keepDataUrl(model);
-    };
-    canvas.handle_binary = function (msg, buffers) {
-      if (this.disabled || typeof createImageBitmap !== 'function') {
-        return ipymplDeferred(this, msg, buffers);
-      }
-      const data = buffers[0];
-      const bytes = ArrayBuffer.isView(data)
-        ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
-      const full = this.get('_image_mode') === 'full';  // set by the message before the frame
-      const decoded = createImageBitmap(new Blob([bytes], {type: 'image/png'}));
-      this.waiting_for_image = false;
-      queue = queue.then(() => decoded).then((bitmap) => {
-        const offscreen = this.offscreen_canvas, context = this.offscreen_context;
-        if (full) context.clearRect(0, 0, offscreen.width, offscreen.height);
-        context.drawImage(bitmap, 0, 0);
-        bitmap.close();
-        this._for_each_view((view) => view.update_canvas());
-        count(box, 'lessonlibDecoded');
-        keepDataUrl(this);
-      }, () => ipymplDeferred(this, msg, buffers));  // a frame it cannot decode: ipympl's path
-    };
-  }
-  box.dataset.lessonlibFrames = 'decoded-off-thread';
-}
+# On the fast path it also takes the frames' work off the page's main thread, where it delays
+# everything else a key press does: it replaces the ipympl canvas model's frame handler with
+# _render.FRAMES_JS's fastFrames (what that relies on: _render's contract).
+_PAGE_ESM = _render.FRAMES_JS + """
 function name(box) {
   for (const s of box.querySelectorAll('.widget-slider')) {
     const label = s.querySelector('.widget-label');
@@ -673,6 +558,9 @@ function name(box) {
       typed.setAttribute('aria-label', `${text}: type a value, then press Enter`);
       typed.title = 'type a value, then press Enter';
     }
+  }
+  for (const img of box.querySelectorAll('img.FRAME_CLASS')) {
+    if (!img.alt) img.alt = 'the figure (its controls are above it)';
   }
 }
 export default {
@@ -692,7 +580,7 @@ export default {
     start();
   }
 };
-""".replace("DATA_URL_DELAY_MS", str(DATA_URL_DELAY_MS))
+""".replace("FRAME_CLASS", FRAME_CLASS)
 
 
 class PageHelper(anywidget.AnyWidget):
