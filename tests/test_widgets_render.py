@@ -385,6 +385,7 @@ def test_without_a_front_end_each_move_puts_the_frame_in_the_image():
     assert box.children[1] is w.fig.canvas and box.children[2] is _frame_of(box)
     image = _frame_of(box)
     assert image.layout.display is None and image.format == "png"
+    assert image.layout.align_self == "flex-start"  # its own size: the box would stretch it
     np.testing.assert_array_equal(_decode(image.value), pixels(w.fig))
     shown = image.value
     w.controls["y"].value = 2.5
@@ -440,5 +441,8 @@ def test_the_page_hides_the_image_where_ipympls_canvas_is_and_names_it():
     helper = _base.PageHelper()
     assert (f".{_base.EXPLORER_CLASS}:has(.jupyter-matplotlib-canvas-div) .{_base.FRAME_CLASS} "
             "{ display: none !important; }") in helper._css
+    # ... and ipywidgets' placeholder for the canvas it could not load, where the Image stands in
+    assert (f".{_base.EXPLORER_CLASS} > :has(.jupyter-widgets-error-widget):has(+ "
+            f".{_base.FRAME_CLASS}) {{ display: none; }}") in helper._css
     assert f"img.{_base.FRAME_CLASS}" in helper._esm and "img.alt = " in helper._esm
     assert "function fastFrames(canvas, box)" in helper._esm  # _render.FRAMES_JS

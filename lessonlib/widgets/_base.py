@@ -232,8 +232,9 @@ class Explorer:
         """The core ``ipywidgets.Image`` that shows the figure's frames where ipympl's front end
         is absent (``_render``'s contract, point 4), made when the widget is first shown."""
         if self._frame is None:
-            self._frame = widgets.Image(value=self._frame_png(), format="png",
-                                        layout=widgets.Layout(max_width="100%", height="auto"))
+            self._frame = widgets.Image(  # its own size at most (the box would stretch it)
+                value=self._frame_png(), format="png",
+                layout=widgets.Layout(max_width="100%", height="auto", align_self="flex-start"))
             self._frame.add_class(FRAME_CLASS)
             if self._front_end_seen:
                 self._frame.layout.display = "none"
@@ -520,7 +521,8 @@ class Explorer:
 # A disabled slider (Explorer(disabled_when=...)) shows a dimmed track; its label and number
 # keep their contrast (the accessibility audit reads them). The frame Image (Explorer.ui) is
 # hidden as soon as ipympl's canvas is on the page (the kernel hides it too once ipympl's front
-# end speaks) and scaled like the canvas where it shows.
+# end speaks) and scaled like the canvas where it shows; there, ipywidgets' placeholder for the
+# canvas it could not load (an error box just before the Image) is hidden: the Image stands in.
 EXPLORER_CLASS = "lessonlib-explorer"
 FRAME_CLASS = "lessonlib-frame"
 LIVE_TEXT = "[the live widget: its controls move the figure when the notebook runs]"
@@ -535,6 +537,7 @@ FIT_CSS = f"""
 .{EXPLORER_CLASS} .widget-slider:has([disabled]) {{ cursor: not-allowed; }}
 .{EXPLORER_CLASS}:has(.jupyter-matplotlib-canvas-div) .{FRAME_CLASS} {{ display: none !important; }}
 .{EXPLORER_CLASS} .{FRAME_CLASS} {{ max-width: 100%; height: auto; object-fit: contain; }}
+.{EXPLORER_CLASS} > :has(.jupyter-widgets-error-widget):has(+ .{FRAME_CLASS}) {{ display: none; }}
 """
 
 # ipywidgets gives a slider's handle (role="slider") no accessible name and says nowhere that
