@@ -405,6 +405,16 @@ def test_once_the_front_end_speaks_the_image_is_hidden_and_left():
     assert frames  # ... and they went to ipympl's canvas
 
 
+def test_the_front_end_listener_fires_once_and_leaves_ipympls_alone():
+    """ipympl's own handler still gets every message (a dpi change after the first)."""
+    fig, canvas = _ipympl_figure()
+    calls = []
+    _render.on_front_end(canvas, lambda: calls.append(1))
+    canvas._handle_custom_msg({"type": "initialized"}, [])
+    canvas._handle_custom_msg({"type": "set_device_pixel_ratio", "device_pixel_ratio": 2}, [])
+    assert calls == [1] and canvas.device_pixel_ratio == 2
+
+
 def test_a_figure_shown_after_the_front_end_spoke_starts_hidden():
     w, *_ = _ipympl_explorer()
     w.fig.canvas._handle_custom_msg({"type": "refresh"}, [])

@@ -267,12 +267,16 @@ def draw_without_sending(canvas):
 def on_front_end(canvas, callback):
     """Call ``callback()`` once, when the front end of an ipympl canvas first sends it a
     message (ipympl's front end does as it creates the canvas's model): from then on ipympl
-    draws the figure on the page. Uses ipywidgets' public ``on_msg``."""
-    def heard(widget, content, buffers):
-        canvas.on_msg(heard, remove=True)
-        callback()
+    draws the figure on the page. Uses ipywidgets' public ``on_msg`` (the listener stays: one
+    removed while ipywidgets calls the listeners would make it skip the next one)."""
+    heard = []
 
-    canvas.on_msg(heard)
+    def first_message(widget, content, buffers):
+        if not heard:
+            heard.append(content.get("type") if isinstance(content, dict) else content)
+            callback()
+
+    canvas.on_msg(first_message)
 
 
 def png_rgba(rgba, level=1):
