@@ -1,7 +1,9 @@
 """lessonlib: the tested numerics behind the attention and long-context notebooks.
 
-Modules (import the one you need; importing the package does nothing else); docs/CONTRACT.md is
-the contract of their public names (arguments, shapes, dtypes, units, errors):
+Modules (import the one you need; importing the package does nothing else). Each public name's
+arguments, shapes, dtypes, units and errors are in its docstring, which ``make docs`` builds
+into the reference (build/docs/); docs/CONTRACT.md holds the conventions and semantics the
+modules share, and a paragraph on each:
   softmax      online softmax, step traces, the online attention row (with a learned sink)
   attention    masks, naive and tiled (FlashAttention-style) attention in numpy
   traffic      memory-traffic, score-matrix and long-context cost accounting

@@ -39,7 +39,10 @@ __all__ = ["attention_mask", "naive_attention", "tiled_attention", "key_blocks",
 
 # The fastest sizes benchmarks/attention_cpu.py found on a 2-core machine (see RESULTS.md).
 DEFAULT_BLOCK_Q = 256
+"""``tiled_attention``'s default query block, 256: the fastest that benchmarks/attention_cpu.py
+found on a 2-core machine (benchmarks/RESULTS.md)."""
 DEFAULT_BLOCK_K = 512
+"""``tiled_attention``'s default key block, 512 (found with ``DEFAULT_BLOCK_Q``)."""
 
 # The most entries one array built here may hold: 2^31 (2 GiB as bool, 8 GiB as float32). The
 # course's largest is far below it (8 heads x 8,192^2 scores = 2^29 in benchmarks/attention_cpu.py);
@@ -87,7 +90,10 @@ def _visible(p, j, causal, window, sink_tokens):
 
 
 def attention_mask(nq, nk, *, causal=False, window=None, sink_tokens=0):
-    """Boolean (nq, nk): True where query i (at position nk - nq + i) may see key j."""
+    """Boolean (nq, nk): True where query i (at position nk - nq + i) may see key j.
+
+    ``nq`` and ``nk`` are ints >= 1 with nq <= nk; ``window`` None or >= 1, ``sink_tokens`` >= 0.
+    """
     nq, nk = positive_int("nq", nq), positive_int("nk", nk)
     if nq > nk:
         raise ValueError(f"nq must be <= nk (queries are the last nq positions), got {nq} > {nk}")
@@ -101,7 +107,11 @@ def attention_mask(nq, nk, *, causal=False, window=None, sink_tokens=0):
 
 @dataclass(frozen=True)
 class AttentionInputs:
-    """Validated inputs, always 3-D: q (hq, nq, d), k (hkv, nk, d), v (hkv, nk, dv)."""
+    """Validated inputs, always 3-D: q (hq, nq, d), k (hkv, nk, d), v (hkv, nk, dv).
+
+    ``squeeze`` is True when the caller passed 2-D arrays (the result is then 2-D again);
+    ``sink_logits`` a float (hq,) array or None; ``scale`` the number the scores are multiplied
+    by."""
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
@@ -111,6 +121,7 @@ class AttentionInputs:
 
     @property
     def group(self):
+        """Query heads per KV head, hq // hkv."""
         return self.q.shape[0] // self.k.shape[0]
 
 
@@ -191,7 +202,15 @@ def _work_dtype(*arrays):
 
 def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
                     scale=None):
-    """Materialise the full (hq, nq, nk) score matrix S, softmax it into P, return P @ V."""
+    """Materialise the full (hq, nq, nk) score matrix S, softmax it into P, return P @ V:
+    (hq, nq, dv), or (nq, dv) for 2-D inputs.
+
+    Beyond the argument checks, a ``sink_logits`` entry the working dtype cannot hold, or one
+    that swamps every key of a row (the keys' weights sum below the dtype's smallest normal
+    number, so the row would come out 0), is a ValueError naming ``sink_logits``, the head and
+    the query. A score matrix (or a per-head copy of k or v, or the output) past 2^31 entries is
+    refused before allocating, naming the arguments and the bytes: ``tiled_attention`` computes
+    the same one tile at a time."""
     a = _validate(q, k, v, causal, window, sink_tokens, sink_logits, scale)
     dt = _work_dtype(a.q, a.k, a.v)
     (hq, nq, d), nk, dv = a.q.shape, a.k.shape[1], a.v.shape[-1]
@@ -226,7 +245,8 @@ def naive_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
 
 
 def key_blocks(q_lo, q_hi, nk, block_k, *, causal=False, window=None, sink_tokens=0):
-    """Start indices of the key blocks that queries at positions q_lo..q_hi-1 must visit.
+    """Start indices of the key blocks that queries at positions q_lo..q_hi-1 must visit, sorted
+    (0 <= q_lo < q_hi).
 
     A block is skipped when the mask hides it from every query of the block: after the
     diagonal (causal) or entirely before the window and past the sink tokens.
@@ -261,14 +281,21 @@ def _tile_fully_visible(q_lo, q_hi, j0, j1, causal, window, sink_tokens):
 # ------------------------------------------------------------------ what a tile, a cell is
 # The one set of tile codes: the numpy plan (block_map), the Triton kernel's plan and record
 # (kernel_plan, triton_attention.kernel_tile_map) and every figure of them use these.
-TILE_SKIPPED = 0  # never visited: the mask hides every pair of the tile
-TILE_MASKED = 1  # visited with the mask applied (diagonal, window edge, sinks, ragged end)
-TILE_FULL = 2  # visited without a mask: every key is visible to every query of the tile
+TILE_SKIPPED = 0
+"""Tile code 0: a tile never visited, the mask hides every pair of it."""
+TILE_MASKED = 1
+"""Tile code 1: a tile visited with the mask applied (diagonal, window edge, sinks, ragged end)."""
+TILE_FULL = 2
+"""Tile code 2: a tile visited without a mask, every key visible to every query of it."""
 
 # The codes of one (query, key) cell of a causal mask with a window and sinks (mask_codes).
-MASK_HIDDEN = 0  # the query cannot see the key
-MASK_WINDOW = 1  # inside the query's window (or its causal range, without a window)
-MASK_SINK = 2  # outside the window, seen only because it is one of the first sink_tokens keys
+MASK_HIDDEN = 0
+"""Cell code 0: the query cannot see the key."""
+MASK_WINDOW = 1
+"""Cell code 1: the key is inside the query's window (or its causal range, without a window)."""
+MASK_SINK = 2
+"""Cell code 2: outside the window, seen only because the key is one of the first
+``sink_tokens`` keys."""
 
 
 def block_map(n, block, *, causal=True):
@@ -397,10 +424,14 @@ def _blas_threads(n):
 
 def tiled_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_logits=None,
                     scale=None, block_q=DEFAULT_BLOCK_Q, block_k=DEFAULT_BLOCK_K, threads=None):
-    """FlashAttention in numpy: the same result as naive_attention without the n x n matrix.
+    """FlashAttention in numpy: the same result as naive_attention (to float32 tolerance)
+    without the n x n matrix (FlashAttention-2, Algorithm 1).
 
     Works on one (query block x key block) tile at a time, keeps m, l, acc per query row, and
-    skips key blocks the mask hides completely. Any positive block sizes work.
+    skips key blocks the mask hides completely (``key_blocks``). Any positive block sizes work;
+    the lengths need not be multiples of them. ``threads``, when given, is an int >= 1. Errors
+    as ``naive_attention``'s, the 2^31-entry bound applying to each thread's scratch and the
+    output.
 
     The unit of work is fixed by the problem alone, as in the Triton grid: one KV head with its
     whole query group (g query heads stacked, g * block_q rows) over one query block. ``threads``

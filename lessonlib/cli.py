@@ -1,4 +1,5 @@
-"""The command line: ``python -m lessonlib inspect SOURCE [options]``.
+"""The command line: ``python -m lessonlib inspect SOURCE [-c N ...] [--engine E ...]
+[--kv-dtype T ...] [--seqs N] [--gpu-memory SIZE] [--weights SIZE] [--in-flight N] [--json]``.
 
 SOURCE is a config.json file, a model folder holding one, a shipped config's name
 (``lessonlib.configs.config_names()``) or a ``.gguf`` file (its metadata, memory-mapped: a
@@ -90,7 +91,8 @@ def _is_gguf(path):
 
 
 def load_source(source):
-    """(config dict, source description, weights bytes or None) for a SOURCE argument."""
+    """(config dict, source description, weights bytes or None) for a SOURCE argument; bad input
+    raises ``UsageError`` with the line to print."""
     if os.path.isdir(source):
         path = os.path.join(source, "config.json")
         if not os.path.isfile(path):

@@ -51,6 +51,7 @@ __all__ = ["VLLM_VERSION", "VLLM_BACKENDS", "vllm_backend_priority", "vllm_atten
 # --------------------------------------------------------------------------- vLLM
 
 VLLM_VERSION = "0.33.0"  # the release whose selection rules are restated here
+"""The vLLM release whose backend-selection rules this module restates: "0.33.0"."""
 
 def _capability(value):
     """A compute capability as (major, minor): two integers, major >= 1 and minor 0..9 (vLLM's
@@ -121,6 +122,7 @@ def _turboquant(cap, head_size, sinks):
 VLLM_BACKENDS = {"FLASH_ATTN": _flash_attn, "FLASHINFER": _flashinfer,
                  "TRITON_ATTN": _triton_attn, "FLEX_ATTENTION": _flex_attention,
                  "TURBOQUANT": _turboquant}
+"""Backend name -> the function stating why vLLM refuses that backend for a case (or not)."""
 
 
 def vllm_backend_priority(capability):

@@ -61,10 +61,14 @@ __all__ = ["read_gguf", "write_gguf", "write_model_gguf", "finish", "GGUFModel",
 # GGUF architecture -> HF model_type of the config built from it
 ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "gemma3": "gemma3_text", "gpt-oss": "gpt_oss",
                  "deepseek2": "deepseek_v3", "phi3": "phi3"}
+"""{GGUF architecture: model_type} of the config ``read_gguf`` builds, for the architectures
+it reads: llama, qwen2, gemma3, gpt-oss, deepseek2, phi3."""
 # HF model_type -> GGUF architecture llama.cpp's converter writes (Mistral-7B is "llama")
 MODEL_TYPES = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "gemma3_text": "gemma3",
                "gemma3": "gemma3", "gpt_oss": "gpt-oss", "deepseek_v3": "deepseek2",
                "deepseek_v2": "deepseek2", "phi3": "phi3"}
+"""{model_type: GGUF architecture} llama.cpp's converter writes (mistral -> llama): the
+model types ``write_gguf`` writes."""
 # llama.cpp's set_swa_pattern period per architecture (layer il is local when il % n < n - 1)
 _SWA_PERIOD = {"gemma3": 6, "gpt-oss": 2}
 
@@ -274,7 +278,17 @@ class _File:
 def read_gguf(path):
     """The ``GGUFModel`` of a GGUF file: its config dict (see the module docstring), its
     architecture and its tensor bytes. An unknown architecture, a missing key or a value of
-    the wrong kind is a ValueError naming the file and the key."""
+    the wrong kind is a ValueError naming the file and the key.
+
+    The metadata is walked over a memory map: scalars and short arrays read, a tokenizer's long
+    arrays stepped over (an 8 GiB Llama-3.1-8B-shaped file in about 0.1 s, benchmarks/RESULTS.md).
+    The config carries what has no config.json key under names of its own: llama3's per-pair
+    divisors (the ``rope_freqs`` tensor) as ``_gguf_rope_freqs``, gpt-oss's sinks (from
+    ``blk.0.attn_sinks.weight``) as ``_gguf_sinks``, and the context length also as
+    ``_gguf_context_length``. Errors, each naming the file: not a file, not GGUF, an
+    architecture not in ``ARCHITECTURES``, a missing key (named with its ``{arch}.`` prefix), a
+    per-layer array that varies, unequal key and value head widths (not MLA), a rope scaling
+    type other than none, linear and yarn."""
     path = check.text("path", path)
     if not os.path.isfile(path):
         raise ValueError(f"path {path!r} is not a file")
@@ -434,8 +448,10 @@ def write_gguf(path, config, *, hidden_size=8, seed=0):
     """Write the GGUF file llama.cpp's converter would write for ``config`` (a config.json dict
     or a shipped config's name; its keys; llama3,
     longrope and sinks as their tensors), with a random token embedding of ``hidden_size``
-    columns standing in for the weights. Returns the path. The architecture comes from the
-    config's model_type (``MODEL_TYPES``); another model_type is a ValueError naming it."""
+    columns standing in for the weights (F16, vocab_size x hidden_size). Returns the path. The
+    architecture comes from the config's model_type (``MODEL_TYPES``); another model_type is a
+    ValueError naming it, and so are a missing ``vocab_size``, a rope type with no GGUF form
+    (dynamic) and sliding layers on no llama.cpp pattern."""
     path = check.text("path", path)
     hidden_size = check.integer("hidden_size", hidden_size, minimum=1)
     seed = check.integer("seed", seed, minimum=0)
@@ -519,7 +535,9 @@ def write_model_gguf(path, config, *, hidden_size=None, intermediate_size=128, v
                      weights=None):
     """Write a GGUF file llama.cpp loads and runs: ``config``'s layers, attention shape,
     windows and RoPE (the keys ``write_gguf`` writes), a tokenizer, and every tensor the
-    architecture's loader asks for, as float32. Returns the path.
+    architecture's loader asks for, as float32. Returns the path. The architectures: llama
+    (and mistral), qwen2, gemma3 and gpt-oss; no ``output.weight`` when the embeddings are
+    tied, except for gpt-oss, whose loader requires it; gpt-oss files get 4 experts, 2 used.
 
     ``hidden_size`` (default 64; for qwen2, whose graph needs it, heads x head_dim),
     ``intermediate_size`` and ``vocab_size`` replace the config's: the cache and the attention
@@ -531,6 +549,10 @@ def write_model_gguf(path, config, *, hidden_size=None, intermediate_size=128, v
 
     The tokenizer is a SentencePiece-style list: ``<unk>``, ``<s>``, ``</s>``, then ``t3`` ...
     (feed token ids, not text). The config the file describes is ``read_gguf(path).config``.
+
+    Errors: an architecture without loadable tensors here (deepseek2, phi3), a ``hidden_size``
+    other than heads x head_dim for qwen2, a tensor name the architecture has not, a wrong
+    shape or a non-finite value in ``weights``.
     """
     path = check.text("path", path)
     cfg = dict(text_config(config_dict(config)))

@@ -30,7 +30,10 @@ __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CH
            "ENGINE_CHOICES"]
 
 ENGINE_CHOICES = kc.BUDGET_ENGINES
+"""The engines ``report`` can size for: ``kv_cache.BUDGET_ENGINES``, ("llama.cpp", "vllm",
+"ideal")."""
 KV_TYPE_CHOICES = ("f16", "bf16", "q8_0", "q4_0", "fp8")
+"""The cache types ``report`` can size: ("f16", "bf16", "q8_0", "q4_0", "fp8")."""
 WIDTH = 100  # prose lines of the text report wrap here (tables do not)
 
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -47,7 +50,8 @@ DOCUMENTED_SCALING = {
 
 def parse_size(text, name="gpu_memory"):
     """Bytes of a size written with a unit: "24GiB", "80 GB", "24G" (G, GiB: 2**30; GB: 10**9).
-    A bare number is refused (bytes or GiB would be a guess)."""
+    A bare number is refused (bytes or GiB would be a guess), and so is an unknown unit: the
+    error names ``name``."""
     if isinstance(text, bool) or not isinstance(text, (str, int)):
         raise ValueError(f"{name} must be a size such as '24GiB' or '80GB', got {check.describe(text)}")
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
@@ -460,7 +464,7 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
 def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv_types=("f16",),
            n_seq=1, gpu_memory=None, weights_bytes=None, weights_source=None, source=None,
            in_flight_tokens=None):
-    """The whole report of one model as a dict (see the module docstring).
+    """The whole report of one model as a JSON-able dict (see the module docstring).
 
     config       a config.json dict (a multimodal one's text_config is read)
     contexts     tokens per sequence, each a positive int
@@ -468,13 +472,36 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                  engine has not, q8_0 in vLLM or fp8 in llama.cpp, is left out of that engine)
     n_seq        sequences (requests) of each context at once
     gpu_memory   bytes of GPU memory (``parse_size``), or None for no budget
-    weights_bytes   the weights' bytes for the budget (a GGUF file's tensor data; else
-                 ``lessonlib.weights.weight_bytes`` from the config), with ``weights_source``
-                 saying where they came from
+    weights_bytes   the weights' bytes for the budget (a GGUF file's tensor data, or
+                 ``lessonlib.weights.weight_bytes`` of the config: the caller's choice; required
+                 with ``gpu_memory``), with ``weights_source`` saying where they came from
     source       a dict describing the input (path, format), copied into the report
     in_flight_tokens   vLLM's tokens scheduled but not settled, which its sliding layers keep
                  blocks for; None: ``vllm serve``'s default for ``gpu_memory``
                  (``kv_cache.vllm_serve_in_flight_tokens``)
+
+    The dict's entries:
+
+    source, model_type
+    shape        layers, heads, kv_heads, head_dim, v_head_dim, queries_per_kv_head,
+                 attention ("MHA", "GQA", "MQA" or "MLA") and the MLA ranks
+    layers       the sliding and the global layers' indices, the window, the pattern, sinks
+    kv_bytes_per_token   per cache type: per_layer and all_layers
+    caches       one row per context, type, engine and ``--swa-full`` variant: bytes, global
+                 and sliding cells per layer, and why (llama.cpp's rows are
+                 ``-c context x n_seq -np n_seq``)
+    rope         per layer type: the values and the plain-English ``words``
+    limits       hf_max_position_embeddings, vllm_max_model_len (what vLLM serves by default),
+                 vllm_derived_max_model_len (the most it accepts), llamacpp_n_ctx_train
+    vllm_in_flight_tokens, vllm_in_flight_why   the tokens vLLM's sliding layers keep blocks
+                 for, and why that many
+    warnings, notes
+    budget       with ``gpu_memory``: ``kv_cache.gpu_budget`` per engine and type (the bytes
+                 the weights leave, the longest sequence, the sequences of each context that
+                 fit) and the assumptions; else None
+
+    Errors name the argument (``contexts[i]``, ``engines[i]``, ``kv_types[i]``, a type none of
+    the engines asked for has, ``weights_bytes`` missing with ``gpu_memory``) or the config key.
     """
     cfg = _check_config(config)
     contexts = _list("contexts", contexts, lambda i, v: positive_int(f"contexts[{i}]", v))
@@ -586,7 +613,8 @@ def _head(line):
 
 
 def format_report(rep):
-    """The report as the text ``python -m lessonlib inspect`` prints."""
+    """The report as the text ``python -m lessonlib inspect`` prints (prose wrapped at ``WIDTH``
+    = 100 columns; tables are not)."""
     keys = ("source", "shape", "layers", "kv_bytes_per_token", "caches", "rope", "limits",
             "warnings", "notes", "budget")
     if not isinstance(rep, dict) or any(k not in rep for k in keys):

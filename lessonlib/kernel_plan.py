@@ -12,6 +12,9 @@ one set for the numpy plan (``attention.block_map``), this plan and the kernel's
 kernel's constants that need no GPU (``LOG2_E``, ``block_d``) live here, and ``kernel_source``
 reads the kernel's own lines from its file, so a notebook can read the kernel on a machine that
 has no triton (macOS, Windows).
+
+The arguments are checked as ``triton_attention``'s are: nq <= nk, ``window`` >= 1 or None,
+``sink_tokens`` >= 0, block sizes >= 1.
 """
 import ast
 from collections import namedtuple
@@ -31,14 +34,22 @@ __all__ = ["Stretch", "STRETCH_NAMES", "kernel_key_stretches", "stretch_blocks",
 
 # One call of `_attend_to_key_blocks`: keys [start, end), visited BLOCK_N at a time from start.
 Stretch = namedtuple("Stretch", "name start end masked")
+Stretch.__doc__ = """Stretch(name, start, end, masked): one call of the kernel's inner loop, a
+namedtuple. It visits keys [start, end), ``block_n`` at a time from ``start``, with the mask
+(``masked`` True) or without it; ``name`` is one of ``STRETCH_NAMES``."""
 STRETCH_NAMES = ("sink blocks", "window edge", "interior", "diagonal / ragged end")
+"""The names of the four stretches, in the order the kernel streams them: ("sink blocks",
+"window edge", "interior", "diagonal / ragged end")."""
 
 LOG2_E = 1.4426950408889634  # exp(x) == exp2(x * LOG2_E): the kernel's scores are in log2 units
+"""log2(e) = 1.4426950408889634: exp(x) == exp2(x * LOG2_E). The kernel multiplies its scores
+by it, so its scores, m and the exponents are in log2 units."""
 _KERNEL_FILE = Path(__file__).with_name("triton_attention.py")
 
 
 def block_d(d):
-    """The head dim rounded up to a power of two (tl.arange needs one), at least 16 (tl.dot)."""
+    """The head dim ``d`` (an int >= 1) rounded up to a power of two (tl.arange needs one), at
+    least 16 (tl.dot): the kernel's BLOCK_D."""
     d = int_at_least("d", d, 1)
     return max(16, 1 << (d - 1).bit_length())
 
@@ -76,7 +87,8 @@ def _check(nq, nk, causal, window, sink_tokens, block_m, block_n):
 
 def kernel_key_stretches(pid_m, nq, nk, *, causal=False, window=None, sink_tokens=0,
                          block_m=64, block_n=64):
-    """The four stretches of keys program ``pid_m`` streams, in the kernel's order.
+    """The four stretches of keys program ``pid_m`` (0 <= pid_m < cdiv(nq, block_m)) streams, in
+    the kernel's order.
 
     Returns four ``Stretch(name, start, end, masked)``; the inner loop runs
     ``for start in range(start, end, block_n)``, so a stretch covers key blocks
@@ -111,7 +123,8 @@ def kernel_key_stretches(pid_m, nq, nk, *, causal=False, window=None, sink_token
 
 
 def stretch_blocks(stretch, block_n):
-    """Key-block indices one stretch visits (``stretch`` from ``kernel_key_stretches``)."""
+    """Key-block indices one stretch visits (``stretch`` from ``kernel_key_stretches``): a range,
+    start // block_n .. ceil(end / block_n) - 1, empty when start >= end."""
     if not isinstance(stretch, tuple) or not hasattr(stretch, "start") \
             or not hasattr(stretch, "end"):
         raise ValueError(f"stretch must be a Stretch(name, start, end, masked) from "

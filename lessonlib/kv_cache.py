@@ -26,6 +26,7 @@ each sized by the engine's own rule (see ``kv_cache_bytes``).
 
 ``model_shape`` is the one reading of the attention shape (L, h_q, h_kv, d_h, q_dim) that
 widgets, checks and notebooks use: the rules above, with their errors, in one place.
+``GIB`` and ``MIB`` are ``lessonlib.traffic``'s, re-exported.
 """
 from dataclasses import dataclass
 
@@ -66,6 +67,9 @@ LLAMACPP_NO_SWA = {
     "phi3": "the phi3 loader reads sliding_window and switches it off ('Phi SWA is currently "
             "disabled')",
 }
+"""{model_type: why} of the model types whose llama.cpp architecture runs no sliding window,
+whatever config.json says: llama, mistral (Mistral-7B-v0.1 converts to the llama architecture
+and loses its W = 4096), qwen2, phi3 (its loader switches the window off)."""
 
 
 # --------------------------------------------------------------------------- config reading
@@ -137,10 +141,12 @@ class ModelShape:
 
     @property
     def q_dim(self):
+        """heads x head_dim, the width of Q."""
         return self.heads * self.head_dim
 
     @property
     def kv_dim(self):
+        """kv_heads x head_dim, the width of K."""
         return self.kv_heads * self.head_dim
 
 
@@ -153,7 +159,10 @@ def model_shape(config):
     count that does not divide, a ``hidden_size`` that is no multiple of the heads), which
     name the config key. RoPE's rotary dim is ``rope.rotary_dim(config)``: it depends on the
     rope parameters and, for some models, on the layer type. A ``models.Model`` gives the
-    shape it read once.
+    shape it read once. Returns a ``ModelShape``.
+
+    The one place widgets, checks, plots and notebooks get a head dim or a ``q_dim`` from:
+    tests/test_layers.py fails on config-key arithmetic in those layers.
     """
     if isinstance(config, Model):
         return config.shape
@@ -193,6 +202,9 @@ class KVType:
     engines: tuple
 
     def row_bytes(self, n_values, what="row"):
+        """ggml's row size of ``n_values`` values, n / block_values x block_bytes (q8_0: 34
+        bytes per 32 values). ``n_values`` not a multiple of the block is a ValueError naming
+        ``what``."""
         n = positive_int(what, n_values)
         if n % self.block_values:
             raise ValueError(f"{what} = {n} values is not a multiple of {self.name}'s block of "
@@ -205,13 +217,16 @@ KV_TYPES = {t.name: t for t in (
     KVType("f32", 1, 4, _LLAMACPP), KVType("f16", 1, 2, _BOTH), KVType("bf16", 1, 2, _BOTH),
     KVType("q8_0", 32, 34, _LLAMACPP), KVType("q4_0", 32, 18, _LLAMACPP),
     KVType("fp8", 1, 1, _VLLM))}
+"""{name: KVType}: f32, f16, bf16, q8_0 and q4_0 (llama.cpp's ``-ctk`` / ``-ctv``) and fp8
+(vLLM's ``--kv-cache-dtype``)."""
 
 
 def kv_cell_bytes(config, kv_type="f16"):
     """Bytes of one cell of one layer for a cache element type (``KV_TYPES``), as llama.cpp
     sizes a row (``ggml_row_size``): the K row (h_kv x d_k values) plus the V row (h_kv x d_v);
     an MLA cache one row of ``kv_lora_rank + qk_rope_head_dim``. f16 gives
-    ``kv_bytes_per_token_per_layer(config, 2)``; q8_0 17/16 of f16's half (34 bytes per 32)."""
+    ``kv_bytes_per_token_per_layer(config, 2)``; q8_0 17/16 of f16's half (34 bytes per 32).
+    Llama-3.1-8B: 4,096 bytes (f16), 2,176 (q8_0)."""
     kind = KV_TYPES[check.choice("kv_type", kv_type, KV_TYPES)]
     if isinstance(config, Model):
         return config.memo(("kv_cell_bytes", kind.name), lambda: kv_cell_bytes(dict(config), kv_type))
@@ -430,10 +445,12 @@ class LayerGroup:
 
     @property
     def mib(self):
+        """``bytes`` in MiB."""
         return self.bytes / MIB
 
     @property
     def gib(self):
+        """``bytes`` in GiB."""
         return self.bytes / GIB
 
 
@@ -448,14 +465,17 @@ class KVCacheSize:
 
     @property
     def total_bytes(self):
+        """The global and the sliding layers' bytes together."""
         return self.global_layers.bytes + self.sliding_layers.bytes
 
     @property
     def total_mib(self):
+        """``total_bytes`` in MiB."""
         return self.total_bytes / MIB
 
     @property
     def total_gib(self):
+        """``total_bytes`` in GiB."""
         return self.total_bytes / GIB
 
 
@@ -570,7 +590,10 @@ def vllm_capacity(config, max_model_len, budget_bytes, *, kv_type="f16", block_s
     ``group_size`` layers, so ``num_blocks = budget // (page x group_size)``; a request of
     ``max_model_len`` takes ``vllm_full_blocks`` in each full group and ``vllm_sliding_blocks``
     (tokens in flight included) in each sliding one. For a model with one kind of layer this
-    is ``kv_cache_bytes`` exactly; for hybrids the padding layers cost memory on top."""
+    is ``kv_cache_bytes`` exactly; for hybrids the padding layers cost memory on top.
+
+    Returns a ``VLLMCapacity``: its ``max_concurrency`` (requests of max_model_len at once) and
+    ``refuses`` (not one fits beside the pool's null block: vLLM will not start)."""
     max_model_len = positive_int("max_model_len", max_model_len)
     budget_bytes = non_negative_int("budget_bytes", budget_bytes)
     block_size = positive_int("block_size", block_size)
@@ -590,7 +613,9 @@ def vllm_request_bytes(config, max_model_len, *, kv_type="f16", block_size=16,
     """The smallest budget with which vLLM 0.32 starts for one request of ``max_model_len``:
     its ``blocks_per_request`` blocks plus the pool's null block, each ``page x group_size``
     bytes (``vllm_capacity``), the padding layers of a hybrid model included; one byte less is
-    refused. Past the null block, a model with one kind of layer takes ``kv_cache_bytes``."""
+    refused. Past the null block, a model with one kind of layer takes ``kv_cache_bytes``:
+    (blocks_per_request + 1) x page x group_size in all. tests/test_vllm.py asks vLLM for the
+    boundary; notebook 05's budget figure draws it."""
     max_model_len = positive_int("max_model_len", max_model_len)
     block_size = positive_int("block_size", block_size)
     cap = vllm_capacity(config, max_model_len, 0, kv_type=kv_type, block_size=block_size,
@@ -633,6 +658,7 @@ def _ideal(n_ctx, W, *, n_seq, swa_full, **_):
 
 
 ENGINES = {"llama.cpp": _llamacpp, "vllm": _vllm, "ideal": _ideal}
+"""The engine rules ``kv_cache_bytes`` dispatches on, by name: "llama.cpp", "vllm", "ideal"."""
 
 
 def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, block_size=16,
@@ -669,8 +695,10 @@ def kv_cache_bytes(config, n_ctx, *, engine="llama.cpp", n_seq=1, n_ubatch=512, 
       ``"ideal"``      exact tokens: n_ctx per sequence, ``min(n_ctx, W)`` for sliding layers.
 
     ``kv_type``: a cache element type by name (``KV_TYPES``: f16, bf16, q8_0, q4_0, fp8, f32),
-    sized per row as ``kv_cell_bytes``, instead of ``dtype_bytes`` bytes per value; a type the
-    engine has not (q8_0 in vLLM, fp8 in llama.cpp) is an error.
+    sized per row as ``kv_cell_bytes``, instead of ``dtype_bytes`` bytes per value (both given:
+    an error); a type the engine has not (q8_0 in vLLM, fp8 in llama.cpp) is an error naming
+    both. ``kv_unified=False`` with an engine other than llama.cpp is an error.
+    tests/test_llamacpp.py holds the llama.cpp rule against the engine itself.
 
     Returns a ``KVCacheSize`` (``total_bytes`` and ``global_layers`` / ``sliding_layers``).
     """
@@ -799,7 +827,8 @@ def _experts_key(cfg):
 def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
     """``ComputePhases`` of a dense decoder (no experts) at ``-c n_ctx -ub n_ubatch``, one
     sequence: n_kv is the cache's cells, ``pad(n_ctx, 256)``. Reads the attention shape,
-    ``hidden_size``, ``intermediate_size`` and ``vocab_size``."""
+    ``hidden_size``, ``intermediate_size`` and ``vocab_size``; a config with experts
+    (``num_local_experts``, ``n_routed_experts``) is an error naming the key."""
     cfg = text_config(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, ub = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
@@ -834,7 +863,8 @@ def _gqa_heads(hq, hkv):
 
 
 def gqa_kv_head(h, hq, hkv):
-    """The KV head that query head ``h`` reads: ``h // (hq // hkv)`` (ggml: ik2 = iq2 / rk2)."""
+    """The KV head that query head ``h`` (0 <= h < hq) reads: ``h // (hq // hkv)`` (ggml: ik2 =
+    iq2 / rk2). ``hkv`` must divide ``hq``."""
     hq, hkv = _gqa_heads(hq, hkv)
     h = check.integer("h", h, minimum=0, maximum=hq - 1)  # 1.5 or True: not KV head 0.0
     return h // (hq // hkv)
@@ -878,7 +908,8 @@ def mla_absorb_query(q, W_UK):
 def mla_scores_direct(q, W_UK, c):
     """Decompress, then score: ``q_h . (W_UK_h c_t)``.
 
-    q (heads, head_dim), W_UK (heads, head_dim, latent), c (n_tokens, latent) -> (heads, n_tokens).
+    q (heads, head_dim), W_UK (heads, head_dim, latent), c (n_tokens, latent) or (latent,)
+    -> (heads, n_tokens).
     """
     q, W_UK, c = _mla_shapes(q, W_UK, c)
     k = np.einsum("hdr,tr->htd", W_UK, c)  # (heads, n_tokens, head_dim)
@@ -886,7 +917,8 @@ def mla_scores_direct(q, W_UK, c):
 
 
 def mla_scores_absorbed(q, W_UK, c):
-    """Score the cached latents directly: ``(W_UK_h^T q_h) . c_t`` -> (heads, n_tokens)."""
+    """Score the cached latents directly: ``(W_UK_h^T q_h) . c_t`` -> (heads, n_tokens), equal
+    to ``mla_scores_direct`` (the same shapes)."""
     q, W_UK, c = _mla_shapes(q, W_UK, c)
     return mla_absorb_query(q, W_UK) @ c.T
 
@@ -905,9 +937,14 @@ def llamacpp_compute_reserve(config, n_ctx, n_ubatch=512):
 # --------------------------------------------------------------------------- GPU budget
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.92  # vLLM 0.32's default --gpu-memory-utilization (CacheConfig)
+"""0.92, vLLM 0.32's default ``--gpu-memory-utilization`` (its CacheConfig; tests/test_vllm.py
+asks vLLM)."""
 LLAMACPP_N_UBATCH = 512  # llama.cpp's default -ub
+"""512, llama.cpp's default micro-batch, ``-ub``."""
 VLLM_BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
+"""16, vLLM's default ``--block-size`` on CUDA."""
 BUDGET_ENGINES = ("llama.cpp", "vllm", "ideal")
+"""The engines a budget is drawn for, in order: ("llama.cpp", "vllm", "ideal")."""
 _NO_LIMIT = 1 << 40  # a token count no cache reaches (2^40 cells)
 
 
@@ -929,13 +966,17 @@ def sequence_bytes(config, n, *, engine, kv_type="f16", n_seq=1, max_in_flight_t
     """What ``n_seq`` sequences of ``n`` tokens each take out of ``cache_room``, by the engine's
     rule; they fit exactly when this is at most the room.
 
-    llama.cpp  ``-c n*n_seq -np n_seq -ub 512 -fa on``: the cache (``kv_cache_bytes``) plus the
-               compute buffer's reserve (``llamacpp_compute_reserve``)
-    vllm       ``n_seq`` requests of ``max_model_len = n``: their blocks plus the pool's null
-               block (``vllm_capacity``; one request: ``vllm_request_bytes``), the padding layers
-               of a hybrid included and the sliding layers keeping blocks for
+    llama.cpp  ``-c n*n_seq -np n_seq -ub 512 -fa on`` (``LLAMACPP_N_UBATCH``): the cache
+               (``kv_cache_bytes``) plus the compute buffer's reserve
+               (``llamacpp_compute_reserve``)
+    vllm       ``n_seq`` requests of ``max_model_len = n`` in blocks of ``VLLM_BLOCK_SIZE``
+               tokens: their blocks plus the pool's null block (``vllm_capacity``; one
+               request: ``vllm_request_bytes``), the padding layers of a hybrid included and
+               the sliding layers keeping blocks for
                ``max_in_flight_tokens``
     ideal      the exact cache alone
+
+    A ``kv_type`` the engine has not is an error naming it.
     """
     engine = check.choice("engine", engine, BUDGET_ENGINES)
     n, n_seq = positive_int("n", n), positive_int("n_seq", n_seq)
@@ -961,6 +1002,8 @@ def sequence_bytes(config, n, *, engine, kv_type="f16", n_seq=1, max_in_flight_t
 class EngineBudget:
     """``gpu_budget``'s answer for one engine and cache type.
 
+    engine       one of ``BUDGET_ENGINES``
+    kv_type      the cache element type (a ``KV_TYPES`` name)
     room_bytes   ``cache_room``: what the weights leave (negative: they do not fit)
     max_tokens   the longest single sequence that fits (``sequence_bytes`` <= room): what vLLM's
                  start-up line "GPU KV cache size: N tokens" counts for a model without sliding
@@ -1001,7 +1044,8 @@ def gpu_budget(config, gpu_memory, weights_bytes, *, contexts=(), engines=BUDGET
     each of ``contexts`` fit at once (``sequence_bytes`` against the room). The one budget that
     ``inspect``, notebook 05's budget figure and its readout all draw.
     ``max_in_flight_tokens`` None: ``vllm serve``'s default for ``gpu_memory``
-    (``vllm_serve_in_flight_tokens``)."""
+    (``vllm_serve_in_flight_tokens(gpu_memory)``). Returns one ``EngineBudget`` per engine and
+    cache type it has."""
     gpu_memory = positive_int("gpu_memory", gpu_memory)
     weights_bytes = non_negative_int("weights_bytes", weights_bytes)
     contexts = tuple(positive_int(f"contexts[{i}]", c)

@@ -25,6 +25,10 @@ in the filler loss as well as in retrieval.
 
 Vocabulary (131 tokens): ``<bos>``, ``?``, ``pass:``, 32 distractor keys ``k00:..k31:``, 32
 values ``v00..v31``, 64 filler words ``f00..f63``. Chance accuracy for the answer is 1/32.
+Their ids: ``BOS`` 0 (``<bos>``), ``QUERY`` 1 (``?``), ``PASS`` 2 (``pass:``), then ``N_KEYS``
+= 32 keys from ``KEY0`` = 3 (``k00:``), ``N_VALUES`` = 32 values from ``VALUE0`` = 35
+(``v00``) and ``N_FILLER`` = 64 filler words from ``FILLER0`` = 67. A needle is
+``NEEDLE_LEN`` = 2 tokens (``pass: vNN``), a query ``QUERY_LEN`` = 2 (``? pass:``).
 
 Everything is seeded: a document is a pure function of its seed (``numpy.random.SeedSequence``
 entropy such as ``(seed, length, index)``), so a grid cell gives the same documents whichever
@@ -52,14 +56,18 @@ VALUE0 = KEY0 + N_KEYS
 FILLER0 = VALUE0 + N_VALUES
 VOCAB = (SPECIALS + tuple(f"k{i:02d}:" for i in range(N_KEYS))
          + tuple(f"v{i:02d}" for i in range(N_VALUES)) + tuple(f"f{i:02d}" for i in range(N_FILLER)))
+"""The 131 words, by token id."""
 VOCAB_SIZE = len(VOCAB)  # 131
+"""131, the vocabulary's size."""
 TASK_SEED = 20240607  # the filler table: part of the task's definition, not of a run
+"""20240607, the seed of the filler table: part of the task's definition, not of a run."""
 SUCCESSORS = 4  # each filler word has this many likely successors two steps later
 MAX_DISTRACTORS, MAX_QUERIES = 8, 6  # per training document
 NEEDLE_LEN, QUERY_LEN = 2, 2  # "pass: v" and "? pass:" (the answer follows the query)
 # The shortest block of stream_document that holds its layout: the query is up to 63 + 235
 # filler words in, and the block also holds 3 needles, the query and its answer.
 MIN_STREAM_BLOCK = 63 + 235 + 3 * NEEDLE_LEN + QUERY_LEN + 1
+"""307, the shortest ``stream_document`` block that holds its layout."""
 
 
 class KVTokenizer:
@@ -313,7 +321,9 @@ def retrieval_batch(seed, length, batch, *, n_distractors=4):
 
 
 HAYSTACK_DISTRACTORS = 4
+"""4, the distractor needles ``needle_haystack`` hides by default."""
 HAYSTACK_DEPTHS = tuple(range(0, 101, 10))  # the needle slots needle_haystack keeps clear
+"""(0, 10, ..., 100): the needle depths in percent whose slots ``needle_haystack`` keeps clear."""
 
 
 def needle_haystack(seed, n_filler, *, n_distractors=HAYSTACK_DISTRACTORS):

@@ -30,6 +30,8 @@ __all__ = ["available", "allocations", "logits", "parse_log", "lessonlib_caches"
 
 # ggml's type ids for the cache types llama.cpp accepts for K and V (ggml.h, enum ggml_type)
 GGML_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}
+"""{name: ggml type id} of the cache types llama.cpp takes for K and V: f32, f16, q4_0, q8_0,
+bf16."""
 
 _KV_LINE = re.compile(
     r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers, +(\d+)/(\d+) seqs\), "
@@ -45,7 +47,9 @@ _MIB = 1024 * 1024
 class EngineCache:
     """One ``llama_kv_cache: size`` line: ``kind`` is "global" (the only cache, or iSWA's
     non-SWA one) or "sliding" (iSWA's SWA cache); ``cells`` per stream, ``streams`` = 1 for a
-    unified cache, else one per sequence."""
+    unified cache, else one per sequence. ``bytes(bytes_per_cell)`` is cells x streams x layers
+    x bytes_per_cell; ``matches(nbytes)`` is True when the engine's two-decimal MiB is
+    ``nbytes`` rounded."""
     kind: str
     cells: int
     layers: int
@@ -69,7 +73,9 @@ class EngineCache:
 
 @dataclass(frozen=True)
 class EngineMemory:
-    """What llama.cpp logged while creating one context."""
+    """What llama.cpp logged while creating one context: its ``caches`` (``EngineCache``), each
+    backend's ``compute_mib``, the ``n_ctx`` it settled on and the whole ``log``;
+    ``cache(kind)`` is the cache of that kind or None."""
     caches: tuple
     compute_mib: dict  # backend name -> MiB ("CPU"), four decimals where the log has them
     n_ctx: int | None  # the context llama.cpp settled on (-c rounded up)
@@ -81,7 +87,10 @@ class EngineMemory:
 
 
 def parse_log(text):
-    """The caches and compute buffers a llama.cpp log reports (``EngineMemory``)."""
+    """The caches and compute buffers a llama.cpp log reports (``EngineMemory``): every
+    ``llama_kv_cache: size`` line (the iSWA cache's non-SWA one as "global", its SWA one as
+    "sliding"), each backend's compute buffer (the four-decimal line printed when a context is
+    freed, where present) and the context llama.cpp settled on."""
     text = check.text("text", text)
     caches, kind = [], "global"
     for line in text.splitlines():
@@ -174,7 +183,12 @@ def allocations(path, n_ctx, *, n_seq=1, n_batch=None, n_ubatch=512, kv_unified=
     """Load ``path`` and create one llama.cpp context with these settings; return what the
     engine logged (``EngineMemory``). Defaults are the C API's (``llama_context_default_params``:
     no unified cache, and ``swa_full`` passed explicitly); ``n_batch`` defaults to
-    ``max(n_ubatch, 2048)`` as in llama.cpp's own default of 2048. Nothing is computed."""
+    ``max(n_ubatch, 2048)`` as in llama.cpp's own default of 2048; cache types are names of
+    ``GGML_TYPES``. Nothing is computed.
+
+    Errors: the argument checks (ValueError naming the argument, before the engine is
+    touched); a file llama.cpp cannot load or a context it cannot create (ValueError with the
+    engine's last log lines); without the engine, RuntimeError with ``available()``'s reason."""
     path, _ = _gguf_path(path)
     n_ctx = check.integer("n_ctx", n_ctx, minimum=1)
     n_seq = check.integer("n_seq", n_seq, minimum=1)
@@ -222,6 +236,8 @@ def lessonlib_caches(config, n_ctx, *, n_seq=1, n_ubatch=512, kv_unified=False, 
 # meaning: 0 / -1 / LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED = "what the GGUF file says".
 ROPE_ARGUMENTS = ("rope_scaling_type", "rope_freq_base", "rope_freq_scale", "yarn_ext_factor",
                   "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_orig_ctx")
+"""The RoPE settings ``logits`` and ``Session`` pass on to llama.cpp as context parameters, by
+name; 0, -1 or unspecified means what the GGUF file says."""
 
 
 def logits(path, tokens, *, n_ctx=None, kv_type="f32", flash_attn=False, **rope):
@@ -230,7 +246,10 @@ def logits(path, tokens, *, n_ctx=None, kv_type="f32", flash_attn=False, **rope)
     backend on one thread. ``kv_type``: the cache's element type for K and V (f32 keeps the
     cache exact; f16 is llama.cpp's default). ``rope``: any of ``ROPE_ARGUMENTS``, passed to
     llama.cpp as its context parameters (``rope_freq_scale=0.5`` is linear scaling by 2;
-    ``rope_scaling_type=2`` with ``yarn_*`` is YaRN). Returns (logits, EngineMemory)."""
+    ``rope_scaling_type=2`` with ``yarn_*`` is YaRN). Returns (logits, EngineMemory).
+
+    Errors: token ids outside the file's vocabulary, an empty list, ``n_ctx`` below the number
+    of tokens, an unknown RoPE argument; without the engine, RuntimeError."""
     import numpy as np
     path, vocab = _gguf_path(path)
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
@@ -259,7 +278,11 @@ def logits(path, tokens, *, n_ctx=None, kv_type="f32", flash_attn=False, **rope)
 def load_results():
     """What llama.cpp said, as scripts/llamacpp_results.py recorded it
     (lessonlib/data/llamacpp_results.json): the dict the notebooks print beside lessonlib's
-    numbers. Needs no engine."""
+    numbers. Needs no engine. Its entries: ``engine``; ``caches``, rows of model, settings and
+    the logged caches; ``compute``, rows of model, ``n_ctx``, ``n_ubatch``, ``flash_attn`` and
+    the compute buffer's ``mib``; ``logits``, rows of name, tokens, ``max_abs_diff`` and
+    ``argmax_agree``; ``needles``, notebook 10's grid answered by llama.cpp, each cell's
+    ``found_fraction`` beside the torch run's ``torch_found_fraction``."""
     import json
     from importlib import resources
     return json.loads(resources.files("lessonlib").joinpath(
@@ -274,10 +297,11 @@ def rope_arguments(rope_scaling, original_max_position_embeddings=None):
     """llama.cpp's own context parameters for a config.json ``rope_scaling`` dict (``logits``'
     and ``Session``'s ``**rope``): None -> none (what the file says); linear factor s ->
     ``rope_freq_scale = 1 / s``; yarn -> ``rope_scaling_type`` 2, ``rope_freq_scale = 1 / s``,
-    ``yarn_orig_ctx`` (the block's original_max_position_embeddings, else the argument),
-    ``yarn_beta_fast`` / ``yarn_beta_slow`` where given, and ``yarn_attn_factor`` = the
-    block's attention_factor divided by llama.cpp's own ``0.1 ln s + 1`` where one is given
-    (llama.cpp multiplies the two). Another rope_type has no llama.cpp parameter: an error."""
+    ``yarn_orig_ctx`` (the block's original_max_position_embeddings, else the argument; neither
+    is an error), ``yarn_beta_fast`` / ``yarn_beta_slow`` where given, and ``yarn_attn_factor``
+    = the block's attention_factor divided by llama.cpp's own ``0.1 ln s + 1`` where one is
+    given (llama.cpp multiplies the two). Another rope_type has no llama.cpp parameter: an
+    error. None gives {}."""
     import math
     if rope_scaling is None:
         return {}
@@ -308,7 +332,8 @@ class Session:
     """One llama.cpp context kept open for many prompts: ``last_logits(tokens)`` evaluates a
     sequence from position 0 (the cache cleared first) and returns the float32 logits of its
     last token. ``n_ctx`` bounds the prompts; ``kv_type`` and ``**rope`` as in ``logits``. Use
-    it as a context manager, or call ``close()``."""
+    it as a context manager, or call ``close()``. Errors as ``logits``', and more than
+    ``n_ctx`` ids."""
 
     def __init__(self, path, n_ctx, *, kv_type="f32", **rope):
         path, self.vocab = _gguf_path(path)

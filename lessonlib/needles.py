@@ -36,7 +36,9 @@ __all__ = ["DEFAULT_NEEDLE", "DEFAULT_QUESTION", "WordTokenizer", "lesson_filler
            "NeedleGrid", "run_needle_grid"]
 
 DEFAULT_NEEDLE = "CODE-4721"
+"""The needle a prompt hides unless told otherwise: "CODE-4721"."""
 DEFAULT_QUESTION = "What is the code?"
+"""The question a prompt ends with unless told otherwise: "What is the code?"."""
 QUESTION_SEPARATOR = "\n\n"  # between the context and the question in the prompt text
 
 
@@ -316,8 +318,9 @@ def run_needle_grid(model, lengths, depths, *, needle=DEFAULT_NEEDLE, question=D
 
     ``model(prompt.text)`` (or ``model(prompt)`` with ``pass_prompt=True``) must return a str,
     the reply alone: a non-str answer, or one that contains the prompt's context (an echo), is
-    a ValueError naming the cell, and so is an exception the model raises (chained to it). A ``tqdm.auto`` bar counts the cells (``progress=False``
-    hides it). Returns a ``NeedleGrid``.
+    a ValueError naming the cell, and so is an exception the model raises (naming the model and
+    the cell, chained to it). A ``tqdm.auto`` bar counts the cells (``progress=False`` hides it).
+    Returns a ``NeedleGrid``.
     """
     check.function("model", model)
     lengths = np.array([_length(n, f"lengths[{i}]")

@@ -41,5 +41,7 @@ def _requires(line, cell):
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext lessonlib.requires``: registers the ``%%requires`` cell magic."""
+    """``%load_ext lessonlib.requires``: registers the ``%%requires`` cell magic (``%%requires
+    torch triton``: the cell runs when the packages are installed, and otherwise prints why they
+    are absent, ``runtime.missing_reason``, instead of failing)."""
     ipython.register_magic_function(_requires, magic_kind="cell", magic_name="requires")

@@ -308,8 +308,9 @@ def _resolve(config, layer_type):
 
 def rope_parameters(config, *, layer_type=None):
     """The rope parameters a config asks for, standardized: a dict with ``rope_type`` (legacy
-    ``type`` accepted), ``rope_theta`` and ``partial_rotary_factor`` always present, plus the
-    type's own keys. ``layer_type`` picks a per-layer entry (Gemma 3's ``"sliding_attention"``);
+    ``type`` accepted, Phi-3's "su" read as "longrope"), ``rope_theta`` (10,000 when absent) and
+    ``partial_rotary_factor`` (1.0 when absent) always present, plus the type's own keys.
+    ``layer_type`` picks a per-layer entry (Gemma 3's ``"sliding_attention"``);
     the default is ``"full_attention"``. A key the type does not read, an unknown type, a
     rope_theta <= 1 or a partial_rotary_factor outside (0, 1] is an error naming the key.
     """
@@ -377,7 +378,7 @@ def _linear(sp, seq_len):
 def ntk_base(b, s, r):
     """The fixed NTK-aware base b' = b * s^(r/(r-2)): pair 0 keeps its speed, the last pair
     (i = r/2 - 1) is slowed by exactly s, pair i by s^(2i/(r-2)). Arguments are named by their
-    config keys: b is rope_theta, s the factor, r the rotary_dim (even, >= 4)."""
+    config keys: b is rope_theta (> 1), s the factor (>= 1), r the rotary_dim (even, >= 4)."""
     b = _real("rope_theta", b, above=1.0)
     s = _real("factor", s, minimum=1.0)
     r = _rotary("rotary_dim", r, minimum=4)
@@ -553,7 +554,15 @@ def yarn_ramp(low, high, n_pairs):
 
 @dataclass(frozen=True)
 class YarnPairSets:
-    """``yarn_pair_sets``' answer: sorted int pair indices, together every pair once."""
+    """``yarn_pair_sets``' answer: sorted int pair indices, together every pair once.
+
+    kept      ramp 1: frequency kept (the pairs at or below low)
+    ramped    0 < ramp < 1: blended between theta_i and theta_i / s
+    divided   ramp 0: theta_i / s (the pairs at or above high, when low < high)
+
+    Notebook 08's readout (r = 128, b = 10,000, L0 = 4,096, betas 32 and 1: the band (20, 46)):
+    kept 0-20, ramped 21-45, divided 46-63.
+    """
     kept: np.ndarray  # ramp 1: frequency kept (the pairs at or below low)
     ramped: np.ndarray  # 0 < ramp < 1: blended between theta_i and theta_i / s
     divided: np.ndarray  # ramp 0: theta_i / s (the pairs at or above high, when low < high)
@@ -711,7 +720,11 @@ INV_FREQ = {
     "llama3": _llama3,
     "longrope": _longrope,
 }
+"""The dispatch dict: rope type -> the function computing (inv_freq, attention_factor) for that
+type from checked parameters."""
 ROPE_TYPES = tuple(INV_FREQ)
+"""The rope types read here: ("default", "linear", "ntk", "dynamic", "yarn", "llama3",
+"longrope"); Phi-3's "su" is read as "longrope"."""
 
 
 @dataclass(frozen=True)
@@ -722,6 +735,23 @@ class ScalingParameters:
     32``, a null YaRN or longrope factor read as max_position_embeddings / L0, the attention
     factor from mscale or from s and L0). A field the rope type does not read is None. Widgets,
     checks and notebooks take L0, s and the betas from here, never from the config's keys.
+
+    rope_type        standardized: the legacy ``type`` read, Phi-3's "su" as "longrope"
+    base             b, ``rope_theta`` (10,000 when the config has none, as HF)
+    rotary_dim       r, the leading head dims RoPE turns (``rotary_dim``)
+    factor           s (1.0 for default)
+    original_max     L0, the trained length the rule scales from, read from
+                     ``original_max_key`` (dynamic reads ``max_position_embeddings``)
+    max_position_embeddings   where read: dynamic; a null YaRN or longrope factor is
+                     max_position_embeddings / L0
+    attention_factor on cos and sin: YaRN's mscale, longrope's sqrt(1 + ln s / ln L0)
+    beta_fast, beta_slow   YaRN's band ends, in turns within L0 (HF's ``or 32``, ``or 1``)
+    mscale, mscale_all_dim   YaRN's, as the config gives them (DeepSeek)
+    truncate         YaRN: floor/ceil the band's ends (default True)
+    yarn_band        YaRN's (low, high), ``yarn_correction_range`` of the fields above
+    low_freq_factor, high_freq_factor   llama3's
+    short_factor, long_factor   longrope's r/2 per-pair divisors for seq_len <= L0 and above
+    section, theta_key   where the rope dict and the base were read, for messages
     """
     rope_type: str  # standardized: the legacy ``type`` read, Phi-3's "su" as "longrope"
     base: float  # b, rope_theta (10,000 when the config has none, as HF)
@@ -795,6 +825,18 @@ def scaling_parameters(config, *, layer_type=None):
     bands, longrope's lists), as ``rope_frequencies`` reads them. It raises exactly where and as
     ``rope_frequencies(config, layer_type=layer_type)`` does (a ValueError naming the key): a
     config it returns for gives finite frequencies. ``layer_type`` picks a per-layer rope (Gemma 3).
+    The one place widgets, checks and notebooks get L0, s and the betas from.
+
+    Refused, each naming the key: an unknown rope type; a key the type does not read (HF only
+    warns and drops it); a missing required key; ``factor`` < 1; ``rope_theta`` <= 1;
+    ``partial_rotary_factor`` outside (0, 1]; an odd rotary dim or one below 2;
+    ``low_freq_factor`` >= ``high_freq_factor``; a longrope list of the wrong length;
+    ``beta_fast`` < ``beta_slow``; an empty YaRN band; a YaRN or llama3 config without
+    ``original_max_position_embeddings`` (HF would fall back to ``max_position_embeddings``
+    silently); results that overflow; an ``attention_factor`` (given, or from YaRN's mscales)
+    <= 0 or below float32's smallest normal number (a table of zeros); and, on a config whose
+    one rope serves every layer, a ``layer_type`` that is not "full_attention",
+    "sliding_attention" or one of its ``layer_types``.
     """
     sp, params = _scaling(config, layer_type)
     _inv_freq(sp, params, None)  # a magnitude that overflows the table is an error here too
@@ -802,12 +844,14 @@ def scaling_parameters(config, *, layer_type=None):
 
 
 def rope_frequencies(config, seq_len=None, *, layer_type=None):
-    """(inv_freq, attention_factor) for a config.json dict, from its ``scaling_parameters``.
+    """(inv_freq, attention_factor) for a config.json dict, from its ``scaling_parameters``, as
+    HuggingFace's ``ROPE_INIT_FUNCTIONS`` compute them.
 
     ``inv_freq`` is float64 of length ``rotary_dim // 2``; ``attention_factor`` multiplies cos and
     sin (YaRN's mscale, longrope's sqrt(1 + ln s / ln L0)), 1.0 for the other types. ``seq_len``
-    is the length being served: it drives ``dynamic`` and picks longrope's short or long factors
-    (None: HF's init-time behaviour). ``layer_type`` selects a per-layer rope (Gemma 3).
+    (an int >= 1) is the length being served: it drives ``dynamic`` and picks longrope's short or
+    long factors (None: HF's init-time behaviour). ``layer_type`` selects a per-layer rope
+    (Gemma 3's "sliding_attention"; default "full_attention"). Errors as ``scaling_parameters``.
     """
     if seq_len is not None:
         seq_len = _length("seq_len", seq_len)
@@ -858,7 +902,8 @@ def apply_rope(x, positions, inv_freq, *, style="neox", attention_factor=1.0):
     Only the first r = 2 * len(inv_freq) dims turn (and are scaled by ``attention_factor``); the
     tail passes through. ``style="neox"`` pairs dims (i, i + r/2) (HF, vLLM's is_neox_style);
     ``"gptj"`` pairs (2i, 2i + 1). Angles are formed in float64; the result has x's float dtype
-    (float32 at least). ``positions`` is (n,), or (..., n) broadcasting to x.shape[:-1].
+    (float32 at least). ``positions`` is (n,), or (..., n) broadcasting to x.shape[:-1], real
+    numbers >= 0. Errors: r > d; a result that overflows x's dtype.
     """
     x = check.array("x", x, kind="real")
     if x.ndim < 2:
@@ -898,7 +943,7 @@ def neox_to_gptj_order(r, d=None):
     """Indices that re-lay a NeoX-ordered head as GPT-J: ``x_gptj = x_neox[..., order]``.
 
     GPT-J dim 2i holds NeoX dim i, dim 2i + 1 holds NeoX dim i + r/2 (the QK weight-row permutation
-    conversion scripts apply); dims r..d-1 stay in place.
+    conversion scripts apply); dims r..d-1 stay in place. ``r`` is even, ``d`` (default r) >= r.
     """
     r = _rotary("r", r)
     d = r if d is None else check.integer("d", d, minimum=r, maximum=_MAX_HEAD_DIM)
@@ -926,6 +971,11 @@ def cos_sin_table(inv_freq, n_positions, attention_factor=1.0):
     apart, so rounding the product costs up to 1/256 rad; and theta_i itself is rounded to
     float32 before the multiply, an error that grows with m (at b = 10,000 about another 0.004
     rad for pair 1 near m = 131,071). Pair 0 (theta_0 = 1, integer m) has no error at all.
+
+    ``attention_factor`` is a finite number > 0 that float32 can hold (at least its smallest
+    normal number, or the table would be zeros). A table of more than 2^31 entries
+    (n_positions x r/2) is refused before allocating, naming ``n_positions`` and the bytes; so
+    are ``float32_angle_table``'s, ``rope_cos_sin``'s and ``float32_angle_error``'s.
     """
     inv_freq = _table_frequencies(inv_freq)
     n = _length("n_positions", n_positions)
@@ -1109,7 +1159,8 @@ def slowdown(inv_freq, original_inv_freq):
 def target_length(s, L0):
     """The length a factor ``s`` stretches a trained length ``L0`` to: s * L0 positions, rounded
     to a whole position (s = 4 over L0 = 4,096: 16,384). Named by their config keys: s is the
-    factor (>= 1), L0 the original_max_position_embeddings."""
+    factor (>= 1), L0 the original_max_position_embeddings. An int; a length past 2^53 (where
+    float64 positions stop being distinct) is an error naming ``factor``."""
     s = _real("factor", s, minimum=1.0)
     L0 = _length("original_max_position_embeddings", L0)
     n = s * L0
@@ -1125,7 +1176,8 @@ def float32_angle_table(inv_freq, n_positions, attention_factor=1.0):
     HF's rotary embedding under float32). The angle carries two roundings: theta_i rounded to
     float32 before the multiply (an error that grows with m), and the product rounded to the
     float32 grid (at most half the spacing: 1/256 rad below m = 2^17, where numbers are 1/128
-    apart). ``float32_angle_error`` measures both per pair; ``cos_sin_table`` has neither."""
+    apart): errors up to about 8e-3 at 131,072 positions. ``float32_angle_error`` measures both
+    per pair; ``cos_sin_table`` has neither. ``attention_factor`` and the size as there."""
     inv32 = _table_frequencies(inv_freq).astype(np.float32)
     n = _length("n_positions", n_positions)
     af = np.float32(_attention_factor(attention_factor))

@@ -15,6 +15,8 @@ as a broken install.
 
 Nothing here prints: ``describe()`` returns the profile as text (``make profile`` prints it), and
 ``lessonlib.requires`` turns ``missing_reason`` into the notebooks' ``%%requires`` cell magic.
+Only the standard library is imported. A ``package`` argument is exactly "torch" or "triton";
+anything else is a ValueError.
 """
 import importlib.util
 import os
@@ -27,6 +29,7 @@ __all__ = ["OPTIONAL", "PLATFORMS", "pinned_for", "platform_key", "left_out", "i
            "PRESENTER_ENV", "in_presenter"]
 
 OPTIONAL = ("torch", "triton")
+"""The optional packages: ("torch", "triton")."""
 
 # (sys.platform, platform.machine()) -> the optional packages that platform gets.
 PLATFORMS = {
@@ -36,11 +39,14 @@ PLATFORMS = {
     ("win32", "AMD64"): ("torch",),
     ("darwin", "x86_64"): (),  # Intel Macs: torch stopped publishing wheels for them
 }
+"""(sys.platform, platform.machine()) -> the optional packages requirements.txt installs there
+(Intel Macs: none, torch publishes no wheels for them)."""
 _NAMES = {"linux": "Linux", "darwin": "macOS", "win32": "Windows"}
 _LEFT_OUT_FILE = "lessonlib-without.txt"
 # Set to 1 by scripts/present.py (make present) for Voila's kernel: the presenter shows only the
 # widgets, so it skips what only the notebook's text and printed outputs need.
 PRESENTER_ENV = "LESSONLIB_PRESENTER"
+"""The environment variable the presenter's kernel sets to 1: "LESSONLIB_PRESENTER"."""
 
 
 def in_presenter():
@@ -83,7 +89,8 @@ def platform_key(sys_platform=None, machine=None):
 
 
 def pinned_for(package, sys_platform=None, machine=None):
-    """True when requirements.txt installs ``package`` (torch or triton) on that platform."""
+    """True when requirements.txt installs ``package`` (torch or triton) on that platform
+    (default: this one)."""
     package = _package(package)
     return package in PLATFORMS.get(platform_key(sys_platform, machine), ())
 

@@ -27,7 +27,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SoftmaxStep:
-    """State after reading one score: the score x, the running max m and denominator l.
+    """State after reading score number ``i``: the score x, the running max m and
+    denominator l.
 
     ``rescale`` is the factor exp(m_old - m_new) this step multiplied the carried l by: 1.0
     when the max did not rise, None when nothing was carried yet (every earlier score -inf or
@@ -41,8 +42,9 @@ class SoftmaxStep:
 
 @dataclass(frozen=True)
 class AttentionStep:
-    """State after reading one key (or the sink, with ``key == "sink"``); ``rescale`` as in
-    ``SoftmaxStep``, the factor that multiplied the carried l and acc."""
+    """State after reading one key (``key`` its index, an int) or the learned sink (``key ==
+    "sink"``): its ``score``, the running m and l, and ``acc``, a tuple of dv floats; ``rescale``
+    as in ``SoftmaxStep``, the factor that multiplied the carried l and acc."""
     key: object
     score: float
     m: float
@@ -104,7 +106,10 @@ def _steps(x):
 
 
 def two_pass_softmax(x):
-    """Reference: pass 1 finds the max, pass 2 sums exp(x - max). ``x`` is 1-D."""
+    """Reference: pass 1 finds the max, pass 2 sums exp(x - max). ``x`` is 1-D; float64 (n,).
+
+    Raises ValueError when every entry is -inf (and, as ``online_softmax``, for an empty ``x``,
+    NaN or +inf)."""
     x = _as_scores(x, "x")
     m = x.max()
     if m == -np.inf:
@@ -114,7 +119,7 @@ def two_pass_softmax(x):
 
 
 def online_softmax(x):
-    """Softmax of the 1-D scores ``x`` in one pass (running max m, running sum l).
+    """Softmax of the 1-D scores ``x`` in one pass (running max m, running sum l): float64 (n,).
 
     Equal to the two-pass softmax, also for -inf entries (probability 0) and huge magnitudes.
     Raises ValueError when x is empty, holds NaN or +inf, or is all -inf.
@@ -137,7 +142,12 @@ def online_softmax_trace(x):
 def online_attention_trace(scores, values, sink_logit=None):
     """State (m, l, acc) after each key, then after the sink if given (notebook 02's key table).
 
-    ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv). The output is acc / l of the last step.
+    ``scores`` (n,) are q . k_j * scale; ``values`` (n, dv) finite, dv >= 1. A list of
+    AttentionStep, one per key, then one for the sink when ``sink_logit`` (a finite real) is
+    given. The output is acc / l of the last step.
+
+    Raises ValueError when ``values`` is not (n, dv) with dv >= 1, when every score is -inf and
+    there is no sink, and when the values overflow acc.
     """
     scores = _as_scores(scores, "scores")
     values = _as_values(values, scores.shape[0])
@@ -171,7 +181,8 @@ def online_attention_trace(scores, values, sink_logit=None):
 
 
 def online_attention_row(scores, values, sink_logit=None):
-    """Attention output for one query, reading one key at a time: acc / l at the end.
+    """Attention output for one query, reading one key at a time: acc / l at the end, float64
+    (dv,).
 
     With ``sink_logit`` the denominator also holds exp(sink - m): the weights sum to less than 1.
     """
@@ -182,7 +193,8 @@ def online_attention_row(scores, values, sink_logit=None):
 def sink_share(scores, sink_logit):
     """The fraction of one query's attention weight that a learned sink takes: exp(z - m) / l,
     with m and l over the keys' ``scores`` and the sink logit z (the last step of
-    ``online_attention_trace``). The keys' weights sum to 1 minus this."""
+    ``online_attention_trace``): a float in (0, 1]. The keys' weights sum to 1 minus this.
+    ``sink_logit`` is a finite real."""
     scores = _as_scores(scores, "scores")
     sink = check.real("sink_logit", sink_logit)
     last = online_attention_trace(scores, np.zeros((scores.shape[0], 1)), sink)[-1]

@@ -101,7 +101,7 @@ def _joined_dtype(name, x, cached_dtype, cached, what):
 # --------------------------------------------------------------------------- sliding window
 
 class RingBuffer:
-    """A sliding-window KV cache of W slots: position p lives in slot ``p % W``.
+    """A sliding-window KV cache of W slots (an int >= 1): position p lives in slot ``p % W``.
 
     ``append(k, v)`` stores the next position and returns ``(slot, evicted)``, where
     ``evicted`` is the position it overwrote (``None`` while the buffer fills). ``k`` and ``v``
@@ -111,8 +111,9 @@ class RingBuffer:
     key makes them float. Nothing is ever truncated or rounded: a vector whose values, or the
     cached ones, the widened dtype would not hold exactly (an int64 past 2^53 in float64) is a
     ValueError naming ``k`` or ``v`` and both dtypes, and the cache is left as it was.
-    ``positions`` is the slot array (-1 = empty); ``entries()`` gives (positions, keys,
-    values) of the filled slots, in slot order.
+    ``positions`` is the slot array (-1 = empty); ``held_positions()`` the positions held,
+    sorted; ``entries()`` gives (positions, keys, values) of the filled slots, in slot order.
+    ``StreamingCache`` widens and refuses the same way.
     """
 
     def __init__(self, W):
@@ -124,6 +125,8 @@ class RingBuffer:
         self._shapes = None  # (d_k,), (d_v,) once known; False: positions only
 
     def append(self, k=None, v=None):
+        """Store the next position (with its key ``k`` and value ``v``, or neither); returns
+        ``(slot, evicted)``, ``evicted`` the position overwritten or None while filling."""
         k, v, shapes = _token_vectors(k, v, self._shapes)
         if k is not None and self.keys is not None:  # checked before anything changes
             key_dtype = _joined_dtype("k", k, self.keys.dtype, lambda: self._kept(self.keys),
@@ -209,6 +212,7 @@ class StreamingCache:
 
     @property
     def capacity(self):
+        """n_sink + n_recent, the most entries the cache holds."""
         return self.n_sink + self.n_recent
 
     def append(self, k=None, v=None):
@@ -246,10 +250,12 @@ class StreamingCache:
 
     @property
     def positions(self):
+        """The original positions held, in cache order (int64)."""
         return np.array(self._positions, dtype=np.int64)
 
     @property
     def rope_positions(self):
+        """0 .. size - 1: the positions StreamingLLM rotates the cached keys by (int64)."""
         return np.arange(len(self), dtype=np.int64)
 
     @property
@@ -259,6 +265,7 @@ class StreamingCache:
 
     @property
     def values(self):
+        """(size, d_v) values, in cache order (None when appended without vectors)."""
         return None if not self._values or self._values[0] is None else np.stack(self._values)
 
 
@@ -277,7 +284,8 @@ def sink_example_scores(n=20, *, sink_score=6.0, seed=3):
 
 @dataclass(frozen=True)
 class SinkReadout:
-    """One cache's view of the query: how many keys, the weight on the recent ones, the output."""
+    """One cache's view of the last query: the positions it holds (``kept``), the softmax weight
+    on the recent ones (``recent_weight``, positions >= recent_from) and the ``output``."""
     name: str
     kept: np.ndarray  # positions the cache holds
     recent_weight: float  # softmax weight on positions >= recent_from
@@ -312,7 +320,8 @@ def _kept_positions(kept, n):
 
 
 def attention_readout(scores, values, kept, *, recent_from, name=""):
-    """Softmax over the ``kept`` positions only, as a cache that holds just those would compute.
+    """Softmax over the ``kept`` positions only, as a cache that holds just those would compute:
+    a ``SinkReadout``.
 
     scores, values (n,) finite; kept: distinct positions 0..n-1; recent_from: the first
     position counted as recent (0..n-1)."""

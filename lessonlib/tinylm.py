@@ -3,7 +3,7 @@ long-context lessons run it: RoPE scaling switched on from a config dict, the pr
 and sink-token masks, and a KV cache that can stream with StreamingLLM's eviction. Its masks
 and heads follow docs/CONTRACT.md, "Attention semantics".
 
-Architecture (Llama-shaped, nanoGPT-sized):
+Architecture (Llama-shaped, nanoGPT-sized: 804,352 parameters, 0.8M):
 
     x = embed(tokens)                                      # (B, n, d)
     for each layer:
@@ -26,6 +26,10 @@ Streaming: ``decode(model, tokens, n_sink, n_recent)`` runs one token at a time 
 that keeps the first ``n_sink`` and the latest ``n_recent`` entries (StreamingLLM). The cache
 holds keys *before* RoPE, so each step rotates them by their cache slot (0 .. size - 1), as
 StreamingLLM does; ``positions="original"`` rotates by the original positions instead.
+
+``DEFAULT_CONFIG`` is ``lessonlib.tinylm_results.DEFAULT_CONFIG``, re-exported: the committed
+model's config.json (4 layers, 4 query heads, 2 KV heads of ``head_dim`` 32, ``rope_theta``
+10,000, 256 trained positions).
 """
 import copy
 import json
@@ -202,8 +206,8 @@ def mask_tensor(nq, nk, *, window=None, sink_tokens=0):
 
 def check_tokens(tokens, vocab_size, name="tokens"):
     """``tokens`` if it is a (batch, n) integer tensor of ids in [0, vocab_size), n >= 1; else a
-    ValueError naming the argument (an id out of range would otherwise index garbage or crash
-    deep inside the embedding)."""
+    ValueError naming the argument, ``name`` (an id out of range would otherwise index garbage
+    or crash deep inside the embedding)."""
     name = check.text("name", name)
     vocab_size = check.integer("vocab_size", vocab_size, minimum=1)
     if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
@@ -284,7 +288,8 @@ class Block(nn.Module):
 
 
 class TinyLM(nn.Module):
-    """The model. ``config`` is a config.json-style dict (``DEFAULT_CONFIG``); its rope fields
+    """The model, a ``torch.nn.Module``: ``forward(tokens, ...)`` gives logits (B, n,
+    VOCAB_SIZE). ``config`` is a config.json-style dict (``DEFAULT_CONFIG``); its rope fields
     are the model's own rope (the PI fine-tune stores ``rope_scaling`` linear 2 there)."""
 
     def __init__(self, config=None):
@@ -646,7 +651,8 @@ def neox_to_adjacent_pairs(weight, n_heads):
     rotation of (j, j + head_dim / 2) does: within each head, row j goes to 2j and row
     j + head_dim / 2 to 2j + 1 (what llama.cpp's GGUF converter, convert_hf_to_gguf.py, does to
     HuggingFace Llama checkpoints; HuggingFace's own converter permutes the other way, Meta's
-    adjacent pairs to NeoX halves). Q and K permuted alike leave every score q . k unchanged."""
+    adjacent pairs to NeoX halves). Q and K permuted alike leave every score q . k unchanged.
+    Errors: ``weight`` not 2-D, rows not a multiple of 2 * n_heads."""
     weight = check.array("weight", weight, kind="real", ndim=2)
     n_heads = check.integer("n_heads", n_heads, minimum=1)
     if weight.shape[0] % (2 * n_heads):
@@ -658,8 +664,9 @@ def neox_to_adjacent_pairs(weight, n_heads):
 
 
 def export_gguf(model, path):
-    """Write ``model`` as a GGUF file llama.cpp runs (architecture llama, float32 weights,
-    ``rope_scaling`` as the converter writes it; the PI model's linear factor 2 included).
+    """Write ``model`` (a ``TinyLM``) as a GGUF file llama.cpp runs (architecture llama, float32
+    weights, tied embeddings, ``rope_scaling`` as the converter writes it; the PI model's linear
+    factor 2 included).
     Returns the path. Q and K rows go through ``neox_to_adjacent_pairs``: this model rotates
     NeoX pairs, llama.cpp's llama graph rotates adjacent ones. The token ids are the model's
     own (the file's tokenizer is a placeholder list: feed ids, not text)."""

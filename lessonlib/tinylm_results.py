@@ -19,6 +19,7 @@ __all__ = ["DEFAULT_CONFIG", "trained_config", "VARIANT_LABELS", "label", "RESUL
            "needle_rows", "needle_misses", "retrieval_reach"]
 
 RESULT_NAMES = ("extension", "needles", "sinks", "streaming")
+"""The experiments ``load_results`` reads: ("extension", "needles", "sinks", "streaming")."""
 
 # The tiny model's config.json (``lessonlib.tinylm.TinyLM`` builds it; the committed weights were
 # trained with exactly this, which tests/test_tinylm.py checks). It lives here, with no torch,
@@ -37,6 +38,10 @@ DEFAULT_CONFIG = {
     "rms_norm_eps": 1e-5,
     "tie_word_embeddings": True,
 }
+"""The tiny model's config.json dict, the one its committed weights were trained with (4 layers,
+4 query heads, 2 KV heads of ``head_dim`` 32, ``rope_theta`` 10,000, 256 trained positions);
+``lessonlib.tinylm`` re-exports it. Here, with no torch, so a notebook reads the model's shape
+where torch is not installed. Use ``trained_config()`` for a copy to modify."""
 
 
 def trained_config():
@@ -53,6 +58,7 @@ VARIANT_LABELS = {
     "yarn_no_mscale": "YaRN, s = 8, mu = 1",  # mu: YaRN's attention factor (notebook 08)
     "as_trained": "PI fine-tune (s = 2)",
 }
+"""Variant key -> how the notebook names it ("pi": "PI, s = 8", "yarn": "YaRN, s = 8", ...)."""
 
 
 def label(model, variant):
@@ -300,7 +306,9 @@ def retrieval_reach(extension, threshold):
     served length up to which retrieval accuracy stays at or above ``threshold`` at every
     length of that method's cells (sorted by length, whatever the file's order), 0 where it is
     below already at the shortest. A method that dips and recovers (PI, s = 8: 0.86 at 256,
-    0.98 at 1,024) reaches only as far as the dip. Keys are ``label(model, variant)``."""
+    0.98 at 1,024) reaches only as far as the dip. Keys are ``label(model, variant)``. The
+    committed sweep at 0.9: plain RoPE 512, PI s = 8 0, YaRN s = 8 2,048, the PI fine-tune
+    1,024."""
     threshold = check.real("threshold", threshold, minimum=0.0, maximum=1.0)
     cells = _cells(extension, "extension", ("model", "variant", "length", "accuracy"))
     out = {}

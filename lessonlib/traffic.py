@@ -26,7 +26,9 @@ __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
            "GIB", "MIB", "format_bytes"]
 
 GIB = 1024 ** 3
+"""Bytes in a GiB, 2**30."""
 MIB = 1024 ** 2
+"""Bytes in a MiB, 2**20."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,14 @@ class Traffic:
 
     @property
     def total(self):
+        """reads + writes."""
         return self.reads + self.writes
 
 
 def naive_traffic(n, d):
-    """Floats naive attention of n queries and n keys (head dim d) moves: the tile walk's count."""
+    """Floats naive attention of n queries and n keys (head dim d) moves: the tile walk's count,
+    a ``Traffic``. Reads 2nd + n^2 + (n^2 + nd): Q and K, S for the softmax, P and V; writes
+    2n^2 + nd: S, P and O."""
     n, d = positive_int("n", n), positive_int("d", d)
     reads = 2 * n * d + n * n + (n * n + n * d)  # Q and K; S for the softmax; P and V
     writes = n * n + n * n + n * d  # S, P, O
@@ -49,7 +54,8 @@ def naive_traffic(n, d):
 
 
 def tiled_traffic(n, d, block_q, block_k=None, *, causal=False, window=None, sink_tokens=0):
-    """Floats tiled attention moves: Q once, the K/V rows each query block visits, O once.
+    """Floats tiled attention moves, a ``Traffic``: Q once, the K/V rows of the key blocks each
+    query block visits (``attention.key_blocks``), O once.
 
     ``block_k`` defaults to ``block_q`` (square tiles). Lengths need not be block
     multiples; blocks that the mask hides completely are not read.
@@ -140,8 +146,9 @@ def flash_hbm_accesses(n, d, sram):
     """The FlashAttention paper's HBM access count (Algorithm 1, Theorem 2) for one head.
 
     ``n`` tokens, head dim ``d``, ``sram`` = M, the on-chip memory in floats (elements). The
-    theorem assumes d <= M (below it not one query row fits on chip); for M >= 4 n d every key
-    row fits in one block and the count is one pass. Returns a ``FlashIO``.
+    theorem assumes d <= M (below it not one query row fits on chip), so ``sram`` < d is a
+    ValueError; for M >= 4 n d every key row fits in one block and the count is one pass.
+    Returns a ``FlashIO``.
     """
     n, d = positive_int("n", n), positive_int("d", d)
     sram = positive_int("sram", sram)
@@ -158,7 +165,11 @@ def flash_hbm_accesses(n, d, sram):
 
 @dataclass(frozen=True)
 class ScoreMatrixRow:
-    """One context length's score matrix for every head of a layer (notebook 01)."""
+    """One context length's score matrix for every head of a layer (notebook 01).
+
+    ``layer_bytes`` is S for every head of one layer; ``traffic_bytes`` what writing S, reading
+    it, writing P and reading P moves (4 x layer_bytes); ``model_traffic_bytes`` that times the
+    layers."""
     n: int
     scores_per_head: int
     layer_bytes: int  # S for all heads of one layer
@@ -167,7 +178,8 @@ class ScoreMatrixRow:
 
 
 def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
-    """Score-matrix sizes per length (defaults: a Llama-3-8B shape with FP32 scores)."""
+    """Score-matrix sizes per length, one ``ScoreMatrixRow`` each (defaults: a Llama-3-8B shape
+    with FP32 scores)."""
     heads, layers = positive_int("heads", heads), positive_int("layers", layers)
     bytes_per_score = positive_int("bytes_per_score", bytes_per_score)
     rows = []
@@ -178,7 +190,8 @@ def score_matrix_table(lengths, *, heads=32, layers=32, bytes_per_score=4):
 
 
 def score_slice_bytes(n_queries, n_keys, *, heads=32, bytes_per_score=4):
-    """Bytes of the score matrix for a slice of queries (a -ub micro-batch, or 1 for decode)."""
+    """Bytes of the score matrix for a slice of queries (a -ub micro-batch, or 1 for decode):
+    n_queries x n_keys x heads x bytes_per_score."""
     return (positive_int("n_queries", n_queries) * positive_int("n_keys", n_keys)
             * positive_int("heads", heads) * positive_int("bytes_per_score", bytes_per_score))
 
@@ -193,18 +206,22 @@ class CostRow:
 
     @property
     def attention_share(self):
+        """Attention's fraction of the prefill FLOPs."""
         return self.attention_flops / (self.weight_flops + self.attention_flops)
 
     @property
     def total_flops(self):
+        """weight_flops + attention_flops."""
         return self.weight_flops + self.attention_flops
 
 
 def long_context_cost(lengths, *, params, layers, q_dim, kv_bytes_per_token, causal=True):
-    """Prefill FLOPs (weights vs attention) and KV bytes per length.
+    """Prefill FLOPs (weights vs attention) and KV bytes per length: one ``CostRow`` each.
 
-    Attention: Q K^T and P V cost 2 n^2 q_dim FLOPs each per layer without a mask; the causal
-    mask halves both, leaving 2 n^2 q_dim per layer.
+    Weights: 2 P n FLOPs (``params`` = P, a real > 0). Attention: Q K^T and P V cost
+    2 n^2 q_dim FLOPs each per layer without a mask; the causal mask halves both, leaving
+    2 n^2 q_dim per layer. The KV cache: kv_bytes_per_token x n bytes. ``lengths`` is a
+    non-empty list of ints >= 1.
     """
     params = check.real("params", params, above=0)
     layers, q_dim = positive_int("layers", layers), positive_int("q_dim", q_dim)
@@ -227,7 +244,8 @@ def crossover_length(params, *, layers, q_dim, causal=True):
     A model's shape gives the arguments: ``s = kv_cache.model_shape(cfg)``, then
     ``layers=s.layers, q_dim=s.q_dim``, and ``params`` from ``weights.weight_bytes(cfg).params``.
     Llama 3.1 8B (8,030,261,248 parameters, 32 layers, q_dim 4,096): 61,266 tokens. A float:
-    the crossover need not be a whole token count.
+    the crossover need not be a whole token count. ``params`` is a real > 0, ``layers`` and
+    ``q_dim`` positive ints, ``causal`` a flag; an error names the argument.
     """
     params = check.real("params", params, above=0)
     layers, q_dim = positive_int("layers", layers), positive_int("q_dim", q_dim)

@@ -12,7 +12,9 @@ to bottom, the way the Triton tutorials are read:
    block once, decides which key blocks it must visit (and which of those need a mask), runs the
    inner loop over them, folds in the learned sink and writes its output block once.
 3. `flash_attention`: the host wrapper. Checks the inputs, picks block sizes, launches the grid.
-4. `kernel_tile_map`: asks the kernel itself which (query block, key block) tiles it computed.
+4. `kernel_tile_map`: asks the kernel itself which (query block, key block) tiles it computed,
+   as the tile codes of `lessonlib.attention` (`TILE_SKIPPED`, `TILE_MASKED`, `TILE_FULL`,
+   re-exported here).
 
 Symbols (FlashAttention-2, Dao 2023, Algorithm 1), all per query row and kept in fp32:
   m    running maximum of the scores seen so far (in log2 units, see below)
@@ -256,14 +258,17 @@ def flash_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
                     scale=None, block_m=None, block_n=None, num_warps=None, num_stages=None):
     """Attention with the FlashAttention-2 forward kernel (the semantics of lessonlib.attention).
 
-    q: (b, hq, nq, d); k, v: (b, hkv, nk, d); torch tensors, all fp32, all fp16 or all bf16, any
-    strides. Returns o: (b, hq, nq, d) in the input dtype. `sink_logits`: (hq,) or None.
-    `block_m`, `block_n` (powers of two >= 16), `num_warps`, `num_stages`: tuning knobs; the
-    defaults depend on the head dim and on GPU vs interpreter (see `default_config`).
+    q: (b, hq, nq, d); k, v: (b, hkv, nk, d); torch tensors on one device, all fp32, all fp16
+    or all bf16, any strides, 1 <= d <= 256 and b x hq <= 65535 (CUDA's limit on the grid's
+    second axis). Returns o: (b, hq, nq, d) in the input dtype. `sink_logits`: (hq,), a tensor
+    or an array, or None. `block_m`, `block_n` (powers of two >= 16), `num_warps` (a power of
+    two <= 32), `num_stages` (>= 1): tuning knobs; the defaults depend on the head dim and on
+    GPU vs interpreter (see `default_config`).
 
     Every argument is checked before the launch: NaN or inf in q, k or v is a ValueError naming
-    the tensor. Finite q and k whose scores could pass float32's range (max|q| max|k| d scale,
-    a bound) are run, and an output that overflowed is a ValueError saying what to scale.
+    the tensor, and so is a tile past Triton's 2**20 elements per tensor. Finite q and k whose
+    scores could pass float32's range (max|q| max|k| d scale, a bound) are run, and an output
+    that overflowed is a ValueError saying what to scale.
 
     Runs on a CUDA device, or on the CPU when TRITON_INTERPRET=1; otherwise RuntimeError.
     """
@@ -295,7 +300,8 @@ def flash_attention(q, k, v, *, causal=False, window=None, sink_tokens=0, sink_l
 
 
 def default_config(d, nq=None, dtype=torch.float16):
-    """Block sizes and launch options `flash_attention` uses when it is given none.
+    """Block sizes and launch options `flash_attention` uses when it is given none: a dict of
+    ``block_m``, ``block_n``, ``num_warps`` and ``num_stages``.
 
     GPU (Hopper-class, checked by compiling for sm_90 with the pinned triton: no register
     spills): fp16/bf16 take BLOCK_M = 128 query rows x BLOCK_N = 64 keys per step with 3 pipeline
@@ -303,8 +309,8 @@ def default_config(d, nq=None, dtype=torch.float16):
     the window and sink masks under triton 3.7); d = 256 takes 64 x 32 tiles. fp32
     (exact "ieee" dot products, no tensor-core shortcut) takes 32 x 32 tiles. A short query
     (decode) gets a smaller BLOCK_M. Interpreter: time goes by (programs x key blocks), so 64 x 64.
-    ``d``: the head dim, 1..256; ``nq``: the query length or None; ``dtype``: torch.float32,
-    torch.float16 or torch.bfloat16.
+    ``d``: the head dim, 1..256; ``nq``: the query length (>= 1) or None; ``dtype``:
+    torch.float32, torch.float16 or torch.bfloat16.
     """
     d = check.integer("d", d, minimum=1, maximum=_MAX_HEAD_DIM)
     nq = None if nq is None else check.integer("nq", nq, minimum=1)
@@ -365,7 +371,8 @@ def kernel_tile_map(nq, nk, *, causal=False, window=None, sink_tokens=0, block_m
 
     Returns an int8 array (cdiv(nq, block_m), cdiv(nk, block_n)) holding TILE_SKIPPED,
     TILE_MASKED or TILE_FULL for each (query block, key block): the kernel's own loop bounds,
-    not a re-derivation of them. Sums of it are the kernel's work.
+    not a re-derivation of them. Sums of it are the kernel's work. ``block_m`` and ``block_n``
+    are powers of two >= 16.
     """
     nq = check.integer("nq", nq, minimum=1)
     nk = check.integer("nk", nk, minimum=1)

@@ -43,7 +43,8 @@ __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defau
 
 
 def available():
-    """None when vLLM imports, else why not (one line)."""
+    """None when vLLM imports, else why not (one line). Every other function here, but
+    ``load_results``, raises RuntimeError with it where vLLM is missing."""
     try:
         import vllm  # noqa: F401
     except ImportError as err:
@@ -128,7 +129,8 @@ def model_facts(config):
     """What vLLM's ``ModelConfig`` reads from ``config`` (a config.json vLLM can build a model
     config for: a known ``model_type`` and architecture): ``max_model_len`` (its default),
     ``head_size``, ``num_kv_heads`` (all of them, before tensor parallelism), ``num_layers``,
-    ``sliding_window`` and ``use_mla``. Raises vLLM's own error where it cannot."""
+    ``sliding_window`` and ``use_mla``. Raises vLLM's own error where it cannot build one: no
+    ``model_type``, or Gemma 3's model class, which needs torchvision."""
     _vllm()
     from vllm.config import ModelConfig, ParallelConfig
     with _model_folder(config) as folder:
@@ -143,7 +145,7 @@ def engine_defaults():
     """vLLM's defaults that lessonlib assumes, read off its config classes: the share of GPU
     memory the engine takes (``CacheConfig.gpu_memory_utilization``) and the tokens per KV
     cache block (``CacheConfig.block_size`` where set, else the block size vLLM's platform
-    picks for CUDA, 16)."""
+    picks for CUDA, 16): ``{"gpu_memory_utilization", "block_size"}``."""
     _vllm()
     from vllm.config import CacheConfig
     cache = CacheConfig()
@@ -406,7 +408,8 @@ def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):
     the distribution of token i + 1 given tokens 0..i. The engine runs in this process with
     ``max_model_len`` (``allow_long``: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``) and 1 GiB of CPU
     KV cache unless ``VLLM_CPU_KVCACHE_SPACE`` says otherwise; prefix caching is off, so every
-    prompt is computed in full."""
+    prompt is computed in full. A prompt holds 2 to max_model_len - 1 tokens; errors name the
+    prompt and the token."""
     import numpy as np
     folder = check.text("folder", folder)
     max_model_len = check.positive_int("max_model_len", max_model_len)
@@ -446,7 +449,14 @@ def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):
 
 def load_results():
     """What vLLM said, as scripts/vllm_results.py recorded it (lessonlib/data/vllm_results.json):
-    the dict the notebooks print beside lessonlib's numbers. Needs no vLLM."""
+    the dict the notebooks print beside lessonlib's numbers. Needs no vLLM. ``make
+    vllm-results`` writes it. Its entries: vLLM's version and ``defaults``; ``max_model_len``
+    (the default, and each request accepted or refused) per shipped config, and per scaling
+    ``variants``; ``blocks`` per request; ``capacity`` (``cache_capacity`` for six shapes at two
+    lengths, budgets and in-flight counts); ``streams`` (``window_stream`` for three windowed
+    shapes); ``prefix`` (``prefix_hits`` on seven prompts); and ``logits``, the tiny model's in
+    vLLM against lessonlib's (plain, linear x2, YaRN x4, and plain RoPE forced past its
+    table)."""
     from importlib import resources
     return json.loads(resources.files("lessonlib").joinpath(
         "data", "vllm_results.json").read_text())

@@ -39,6 +39,7 @@ from .models import int_key, text_config
 __all__ = ["weight_bytes", "Weights", "MODEL_TYPES", "DTYPE_BYTES", "QUANT_METHODS"]
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}  # torch_dtype -> bytes per value
+"""torch_dtype -> bytes per value: {"bfloat16": 2, "float16": 2, "float32": 4}."""
 _SHORT = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 MXFP4_BLOCK = 32  # MXFP4 (OCP microscaling): 32 4-bit values share one 8-bit (E8M0) scale
 
@@ -284,6 +285,8 @@ _ARCHS = {
                           "n_shared_experts"), ("mlp_bias",), _deepseek_notes),
 }
 MODEL_TYPES = tuple(_ARCHS)  # the model_types weight_bytes counts
+"""The model_types ``weight_bytes`` counts: ("llama", "mistral", "qwen2", "phi3", "gemma3_text",
+"gpt_oss", "deepseek_v3")."""
 
 
 def _model_type(cfg):
@@ -442,6 +445,7 @@ def _fp8(q, model_type):
 
 _QUANT = {"mxfp4": _mxfp4, "fp8": _fp8}
 QUANT_METHODS = tuple(_QUANT)  # the quantization_config.quant_method values it stores
+"""The ``quantization_config.quant_method`` values ``weight_bytes`` reads: ("mxfp4", "fp8")."""
 
 
 def _quantization(sources, model_type):
@@ -470,7 +474,7 @@ def weight_bytes(config):
     true for gpt_oss only). Llama-3.1-8B: 8,030,261,248 params, 16,060,522,496 bytes in bf16;
     gpt-oss-20b: 20,914,757,184 params, 13,761,264,768 bytes (MXFP4 experts, the rest bf16);
     DeepSeek-V3: 671,026,404,352 params in HF's model (its multi-token-prediction layer is not
-    one of them), FP8 with float32 block scales.
+    one of them), 673,150,611,808 bytes in FP8 with float32 scales per 128 x 128 block.
 
     Errors name the config key: a missing or unknown ``model_type`` (naming the types counted),
     a missing shape key (``vocab_size``, ``intermediate_size``, ``head_dim`` where the

@@ -76,11 +76,16 @@ __all__ = ["SIGNIFICANT_DIGITS", "digits_tolerance", "Verdict", "NOT_ATTEMPTED",
            "MAX_ITEMS"]
 
 NOT_ATTEMPTED = "Not attempted yet: fill in the stub above and run this cell again."
+"""The message of a check run on the unfilled stub (``not_attempted``)."""
 
 SIGNIFICANT_DIGITS = 3  # what every numeric warm-up's prompt asks for ("3 significant digits")
+"""3, the significant digits every numeric warm-up's prompt asks for."""
 FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 2**-23, one unit in the last place at 1.0
+"""float32's machine epsilon, 2**-23: one unit in the last place at 1.0."""
 FLOAT32_RTOL = 1e-5  # about 80 float32 units: float32 arithmetic passes, a typical slip does not
+"""1e-5, about 80 float32 units: float32 arithmetic passes, a typical slip does not."""
 MAX_ITEMS = 100_000  # an iterator longer than this is refused, not read forever
+"""100,000: an iterator longer than this is refused, not read forever."""
 _WHOLE_RTOL = 1e-9  # float round-off in a right count: 3.0000000000000004 is 3
 
 
@@ -102,18 +107,19 @@ class Verdict:
 
 
 def correct(name, message="Correct."):
-    """A passing ``Verdict`` for check ``name``, with its message."""
+    """A passing ``Verdict`` for check ``name`` (``ok`` True), with its message."""
     return Verdict(name, True, message)
 
 
 def wrong(name, message):
-    """A failing ``Verdict`` for check ``name``: ``message`` says what is wrong and hints."""
+    """A failing ``Verdict`` for check ``name`` (``ok`` False): ``message`` says what is wrong
+    and hints."""
     return Verdict(name, False, message)
 
 
 def not_attempted(name):
     """The ``Verdict`` of an exercise left at its stub (``answer = None``): neither right nor
-    wrong."""
+    wrong (``ok`` None), with the ``NOT_ATTEMPTED`` message."""
     return Verdict(name, None, NOT_ATTEMPTED)
 
 

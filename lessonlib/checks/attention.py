@@ -46,6 +46,8 @@ QUESTIONS = {
     "small_block_ratio": dict(n=4096, d=128, block=32),
     "flash_io_floats": dict(n=10000, d=64, sram=32768),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 # ------------------------------------------------------------------ notebook 01

@@ -25,6 +25,8 @@ QUESTIONS = {
     "kv_head_map": dict(hq=32, hkv=8),
     "llamacpp_cache_mib": dict(config="Qwen2.5-7B-Instruct", n_ctx=5000, kv_type="q8_0"),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 @preamble

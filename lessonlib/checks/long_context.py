@@ -27,6 +27,8 @@ __all__ = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found
 # 1,235,814,400 share the embedding with the output layer (tie_word_embeddings); the 8B's
 # 8,030,261,248 are the count notebook 09 prints.
 LLAMA32_1B_PARAMS = weight_bytes(load_config("Llama-3.2-1B")).params
+"""1,235,814,400: Llama 3.2 1B's parameters, counted by ``weights.weight_bytes`` from the
+shipped Llama-3.2-1B config (the cost exercises' shape)."""
 
 WORKED = dict(config="Llama-3.1-8B",  # the notebook's worked shape
               params=weight_bytes(load_config("Llama-3.1-8B")).params)
@@ -40,6 +42,8 @@ QUESTIONS = {
     "needle_found": dict(lengths=(1000, 2000, 3000, 4000, 5998, 8000, 16000),
                          depths=(0, 0.3, 0.4, 25, 50, 75, 81.25, 100)),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 def _shape(name):
@@ -348,9 +352,11 @@ def needle_grid(run_grid):
     """``run_grid(model, lengths, depths)``: ask ``model`` for the needle at every length x
     depth and return the found matrix (rows: lengths, columns: depths), as
     ``needles.run_needle_grid(...).found``; a model that echoes its prompt is a ValueError.
-    Tried on 14 stand-in models and grids (random edge-heavy reaches, a reach that ends exactly
+    Tried on 15 stand-in models and grids (random edge-heavy reaches, a reach that ends exactly
     on a needle, models that answer in a sentence or only at some word indexes, depths 0 and
-    100, lengths 2 and up, quarter-percent depths, an echo)."""
+    100, lengths 2 and up, quarter-percent depths, an echo); the hint names round or ceil for
+    floor, a needle overwritten instead of inserted, == for containment, the prompt's format,
+    the missing echo check, or a transposed grid (09, ex. 3)."""
     name = "needle_grid"
     cases, truth = _grid_cases(), _grid_truth()
     got = []

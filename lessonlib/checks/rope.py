@@ -32,6 +32,8 @@ QUESTIONS = {
     "pi_overshoot": dict(d=128, base=10_000.0, n_train=4096, factor=8.0, position=32767,
                          pair=4),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 def _theta(base, d, exponent):
@@ -322,7 +324,8 @@ def _float32_gap(x):
 @preamble
 def product_rounding(answer):
     """A 32,768-position table forms m theta_i in float32 (theta_i <= 1): at most how many
-    radians can rounding the product cost (theta_i's own rounding aside)?"""
+    radians can rounding the product cost (theta_i's own rounding aside)? Half the float32 gap
+    below 2^15; 3 significant digits."""
     name = "product_rounding"
     n = QUESTIONS[name]["n_positions"]
     k = int(math.log2(n))
@@ -511,9 +514,12 @@ def yarn_inv_freq(answer):
     """A function ``yarn_inv_freq(config)`` that returns YaRN's per-pair speeds (r/2 of them) for
     a config.json dict (head_dim, rope_theta, partial_rotary_factor when not 1, and a
     rope_scaling block: factor, original_max_position_embeddings, beta_fast, beta_slow and
-    truncate when given). Tried on seeded configs (factors 2-64, bases 1e4-1e6, head dims
+    truncate when given). Tried on 30 seeded configs (factors 2-64, bases 1e4-1e6, head dims
     64-256, partial rotary, raw and rounded band edges) against ``lessonlib.rope`` (itself
-    tested against HuggingFace's _compute_yarn_parameters)."""
+    tested against HuggingFace's _compute_yarn_parameters); hints name a reversed ramp, a
+    missing or multiplied factor, band edges not floored/ceiled (or rounded when truncate is
+    false, or inward), swapped or default betas, max_position_embeddings as L0, head_dim for
+    the rotary dim, mu in the table."""
     name = "yarn_inv_freq"
     cases, got = _yarn_cases(), []
     for config in cases:

@@ -8,6 +8,9 @@
                                       extension sweep keeps retrieval at or above a threshold
     floor_perplexity(answer)          the perplexity of the filler's entropy floor
     export_row(answer)                where the GGUF export moves row 20 of a head's W_q
+
+The exercises' fixed inputs are the constants below; exercise 3 streams ``STREAM_SEEN`` = 1,001
+tokens (0..1000) through a cache of ``N_SINK`` = 4 sinks and ``N_RECENT`` = 252 recent ones.
 """
 import functools
 from collections.abc import Mapping
@@ -29,11 +32,15 @@ __all__ = ["pi_config", "uniform_bos_weight", "streaming_positions", "sweep_reac
            "PI_LENGTH", "TRAINED_LENGTH", "QUERY_FROM", "STREAM_SEEN", "N_SINK", "N_RECENT"]
 
 TRAINED_LENGTH = 256  # the tiny model's trained context, L0
+"""256, the tiny model's trained context L0."""
 TRAINED_HEAD_DIM = 32  # its head_dim
 PI_LENGTH = 1024  # exercise 1: the length to serve
+"""1,024, the length exercise 1 serves."""
 QUERY_FROM = 32  # exercise 2: queries at positions QUERY_FROM .. TRAINED_LENGTH - 1
+"""32: exercise 2's queries sit at positions QUERY_FROM .. TRAINED_LENGTH - 1."""
 STREAM_SEEN, N_SINK, N_RECENT = 1001, 4, 252  # exercise 3: tokens 0..1000 streamed
 EXPORT_ROW = 20  # going deeper (llama.cpp): the row of a head's W_q whose new place is asked
+"""20, the row of a head's W_q whose place in the GGUF export the llama.cpp exercise asks."""
 
 
 # rope types that slow pairs unevenly (lessonlib.rope reads them): a dict naming one is not PI
@@ -304,7 +311,9 @@ def sweep_reach(reach):
     longest length up to which retrieval stays at or above ``threshold``, 0 if below at the
     shortest: ``{tinylm_results.label(model, variant): length}``, as
     ``tinylm_results.retrieval_reach``. Tried on the committed sweep at 9 thresholds (on its
-    accuracies exactly and between them, 0 and 1) and on 8 made-up sweeps in shuffled order."""
+    accuracies exactly and between them, 0 and 1) and on 8 made-up sweeps in shuffled order;
+    (model, variant) pairs as keys and None for 0 are read too; the hint names a dip that
+    recovers, > for >=, the file's order, or the first failing length (10, ex. 2)."""
     name = "sweep_reach"
     cases = _reach_cases()
     got = []
@@ -354,7 +363,8 @@ def entropy_floor():
 
 @preamble
 def floor_perplexity(answer):
-    """The perplexity at the filler's entropy floor: e to the floor in nats (about 2.87)."""
+    """The perplexity at the filler's entropy floor: e to the floor in nats, e^1.055 = 2.87
+    (going deeper: the training), to 3 significant digits."""
     floor = entropy_floor()
     expected = float(np.exp(floor))
     mistakes = [

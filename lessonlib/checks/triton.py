@@ -37,6 +37,8 @@ QUESTIONS = {
     "vllm_backends": dict(cases=(("L4", (8, 9), 64, True), ("B200", (10, 0), 96, False),
                                  ("A100", (8, 0), 512, False))),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 def _cdiv(a, b):

@@ -24,6 +24,8 @@ QUESTIONS = {
     "swa_cells": dict(config="tiny-gemma3-swa", n_ctx=32768, n_seq=2, n_ubatch=800),
     "sliding_layers_mib": dict(config="gpt-oss-20b", max_model_len=131072, block_size=16),
 }
+"""Check name -> the fixed inputs of that exercise (the notebook states them in its
+question)."""
 
 
 @preamble

@@ -86,7 +86,12 @@ class _Facts:
 
 
 class Model(dict):
-    """A config.json, read once (see the module docstring). Build it with ``load_model``."""
+    """A config.json, read once (see the module docstring). Build it with ``load_model``.
+
+    A read-only dict: writing to it raises TypeError. ``memo(key, compute)`` keeps what
+    compute derives from the config alone (``kv_cache.kv_cell_bytes``,
+    ``kv_cache.vllm_kv_cache_groups``), so ``kv_cache``'s readers given a Model use what it
+    read."""
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
     __ior__ = _read_only

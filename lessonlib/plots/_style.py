@@ -7,10 +7,14 @@ __all__ = ["PALETTE", "series_styles", "STYLES", "FIGURE_WIDTH"]
 # Every widget's figure width, in inches: 920 px at JupyterLab's 100 dpi fits the output area
 # beside the file browser (about 930 px) unscaled, 1,196 px at the presenter's 130 dpi.
 FIGURE_WIDTH = 9.2
+"""9.2, every widget's figure width in inches: 920 px at JupyterLab's 100 dpi, inside the
+~930 px output area beside the file browser (1,196 px at the presenter's 130 dpi). The one
+copy: the widgets import it."""
 
 PALETTE = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
            "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "grey": "#999999",
            "yellow": "#F0E442"}
+"""The figures' colours by role name: Okabe & Ito's colour-blind-safe palette."""
 
 # Line style and marker of the 1st, 2nd, ... series: they tell series apart without colour.
 _LINES_AND_MARKERS = [("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1)), "v"),
@@ -26,6 +30,7 @@ def series_styles(colours):
 
 
 STYLES = series_styles(["blue", "vermillion", "green", "purple", "orange", "black"])
+"""The curves' styles (colour, line style, marker), in order: series 1, 2, ..."""
 
 
 # ------------------------------------------------------------------ text on a coloured cell

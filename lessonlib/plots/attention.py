@@ -33,11 +33,15 @@ __all__ = [
 # The smallest type in these figures (legend entries, notes on the data), in points: 12.5 px at
 # the laptop's 100 dpi, 16 px at the presenter's 130 dpi before the page scales the figure.
 LEGEND_FONTSIZE = 9
+"""9 points, the legend entries' type size."""
 NOTE_FONTSIZE = 9
+"""9 points, the type size of notes on the data."""
 
 # The block map's colour and name of each tile code, indexed by lessonlib.attention's codes
 # (TILE_SKIPPED = 0, TILE_MASKED = 1, TILE_FULL = 2).
 BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
+"""The block map's colour of each tile code, indexed by ``lessonlib.attention``'s codes: light
+grey (skipped), orange (masked), blue (full)."""
 _BLOCK_LABELS = ["skipped", "masked", "full"]
 MARGIN = (3.0, 3.0)  # these curves' y range: the lowest / 3 to the highest x 3 (fit_log_ylim)
 

@@ -31,8 +31,10 @@ __all__ = [
 ]
 
 TWO_PI = 2.0 * math.pi
+"""2 pi, a whole turn in radians."""
 # One colour, line style and marker per series, in order.
 SERIES = series_styles(["black", "blue", "vermillion", "green", "purple", "orange"])
+"""The series' colour, line style and marker, in order: the clock's hands, the scaling methods."""
 BAND_COLOUR = PALETTE["yellow"]
 
 

@@ -209,6 +209,7 @@ def draw_sink_mass(ax, cell, *, key="mass_first1", fontsize=10, colorbar=True):
 STREAM_LABELS = {"dense": "dense cache (positions to {last:,})",
                  "window": "window of {cache}, no sinks",
                  "sinks": "4 sinks + {recent} recent"}
+"""The legend's name of each cache of the streaming experiment, as format strings."""
 
 
 def draw_stream_loss(ax, streaming, *, labels=None, legend=True, fontsize=10):

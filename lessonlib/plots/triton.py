@@ -22,6 +22,7 @@ __all__ = [
 # The name and colour of each tile code, indexed by lessonlib.attention's codes (TILE_SKIPPED
 # = 0, TILE_MASKED = 1, TILE_FULL = 2: what kernel_tile_map and kernel_tile_plan record).
 TILE_LABELS = ("skipped (never loaded)", "computed with the mask", "computed, no mask")
+"""The name of each tile code in the key, indexed by ``lessonlib.attention``'s codes."""
 # Light grey, mid orange, dark blue: three distinct greys when printed without colour.
 _TILE_COLOURS = ("#EBEBEB", PALETTE["orange"], PALETTE["blue"])
 
@@ -29,6 +30,7 @@ _TILE_COLOURS = ("#EBEBEB", PALETTE["orange"], PALETTE["blue"])
 WORK_STYLES = (dict(color=PALETTE["grey"], linestyle=":", marker="s"),
                dict(color=PALETTE["vermillion"], linestyle="--", marker="^"),
                dict(color=PALETTE["blue"], linestyle="-", marker="o"))
+"""One style per work curve, in order: a colour, a line style and a marker each."""
 
 
 def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tokens=0,
@@ -65,6 +67,7 @@ def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tok
 
 
 EDGE_LABEL = "exact mask edges (tokens)"
+"""The key's name for the mask's edges drawn over the tiles (``mask_edges``)."""
 
 
 def mask_edges(n, block, *, causal=True, window=None, sink_tokens=0):

@@ -54,6 +54,7 @@ def draw_window_mask(ax, codes, *, title="", labels_fontsize=None):
 
 
 MASK_LABELS = ("masked", "inside the window", "sink, kept forever")
+"""The key's name of each cell code, indexed by ``lessonlib.attention``'s MASK_* codes."""
 
 
 def token_ticks(n):

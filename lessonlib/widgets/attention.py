@@ -33,9 +33,12 @@ __all__ = ["memory_explorer", "online_softmax_explorer", "tiled_explorer",
            "READOUT_WIDTH"]
 
 READOUT_WIDTH = 100  # characters: one line of the readout, laptop (~109) and presenter (~112)
+"""100 characters: one line of these widgets' readouts (a laptop's output area fits ~109)."""
 
 EXAMPLE_SCORES = (1.0, 3.0, 2.0, 5.0, 0.5, 4.0)  # notebook 02's six scores
+"""Notebook 02's six scores, ``online_softmax_explorer``'s default."""
 EXAMPLE_VALUES = ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2), (1, -1))  # and their 2-D values
+"""The 2-D value vectors of notebook 02's six keys."""
 
 
 # ------------------------------------------------------------------ notebook 01
@@ -87,8 +90,10 @@ def memory_explorer(config, *, params=None, n=32768, heads=None,
     The model shape (layers, head dim, KV bytes per token) comes from ``config``: the
     ``models.Model`` the notebook built (or a shipped name or a config.json dict); ``params``,
     the parameter count N_param, is its count as the published checkpoint stores it
-    (``Model.params``) unless given. The heads slider changes the number of query heads of head dim d (q_dim = heads x d):
-    the score matrix and attention FLOPs scale with it, the weights and the KV cache do not.
+    (``Model.params``) unless given: where the Model has no count, leaving ``params`` out is an
+    error naming it. The heads slider changes the number of query heads of head dim d
+    (q_dim = heads x d): the score matrix and attention FLOPs scale with it, the weights and the
+    KV cache do not. ``FIGURE_WIDTH`` is ``lessonlib.plots.FIGURE_WIDTH``, re-exported.
     """
     model = model_arg(config)
     kv_bytes = kv_bytes_per_token(model)

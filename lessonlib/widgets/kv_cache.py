@@ -212,7 +212,15 @@ def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
     the weights (``weights.weight_bytes``) leave each engine (``kv_cache.cache_room``: vLLM takes
     0.92 of the GPU). The readout is ``inspect_model``'s, from the same ``kv_cache.gpu_budget``:
     each engine's cache at n, the longest sequence and how many of n tokens fit, the limits the
-    file derives and its warnings. A config that cannot be read names what is wrong there.
+    file derives and its warnings. Each curve crosses its room line where the readout's longest
+    sequence ends (tested at every slider extreme). A config that cannot be read is named in the
+    readout ("cannot read it: ..."), its curves cleared. The text box and the upload button are
+    shown and enabled for "your config.json" only.
+
+    ``model`` is one of the shipped released models (not the tiny ones, nor the hypothetical
+    hybrid, which has no checkpoint to weigh); ``n`` one of ``lengths`` (default 1K to 1M
+    tokens); ``gpu_gib`` one of the common cards' 8, 12, 16, 24, 32, 40, 48, 80, 96, 141 and 192
+    GiB; ``kv_type`` one of f16, q8_0, fp8.
     """
     from .. import inspect_model as im
     names = _budget_models()

@@ -21,6 +21,7 @@ from ._base import Explorer, config_dict, freeze_layout, int_list, model_arg, ne
 __all__ = ["cost_explorer", "needle_heatmap", "KV_DTYPES"]
 
 KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
+"""The KV-dtype switch's choices: (label, bytes per value)."""
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
 FIGSIZE = (FIGURE_WIDTH, 4.6)  # inches: unscaled in JupyterLab beside the file browser

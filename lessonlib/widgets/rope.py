@@ -27,8 +27,12 @@ __all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CL
 # Real models' bases: Llama 2 / Mistral / DeepSeek / Phi-3 (1e4), gpt-oss (1.5e5),
 # Llama 3 (5e5), Qwen2.5 (1e6), and a few in between.
 BASES = (10_000, 20_000, 50_000, 100_000, 150_000, 500_000, 1_000_000, 5_000_000, 10_000_000)
+"""The base slider's stops (a model's own base joins them)."""
 TRAINED_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536)
+"""The trained-length slider's stops (a model's own length joins them)."""
 CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # notebook 07's fast, middle and slow hands
+"""The pairs whose clock hands ``clock_explorer`` draws by default: notebook 07's fast, middle
+and slow hands."""
 LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's published values
 
 
@@ -83,9 +87,11 @@ def pair_ranges(indices):
 # ------------------------------------------------------------------ notebook 07: clocks
 
 def clock_data(m, b, n_train, r=128):
-    """What the clock figure and its readout show at position ``m``. The arrays that do not
-    depend on m (theta, trained, never, turns) are computed once per (b, n_train, r) and kept,
-    read-only: a step of the position sliders computes only the angles at m."""
+    """What the clock figure and its readout show at position ``m``: the angles
+    (``rope.angle_at``; ``on_clock``, ``rope.clock_angle``), the trained arcs, the pairs never
+    turning and the turns. The arrays that do not depend on m (theta, trained, never, turns)
+    are computed once per (b, n_train, r) and kept, read-only: a step of the position sliders
+    computes only the angles at m."""
     m, n_train = check.integer("m", m, minimum=0), check.integer("n_train", n_train, minimum=1)
     d = dict(_trained_data(_rotary(r), check.real("b", b, above=1.0), n_train))
     theta = d["theta"]
@@ -130,6 +136,7 @@ def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
 
 
 COARSE_STEP = 1024  # notebook 07's coarse position slider: 64 stops over 65,536 positions
+"""1,024 positions, the coarse position slider's step (64 stops over 65,536 positions)."""
 
 
 def split_position(m, coarse_step=COARSE_STEP, max_coarse=None):
@@ -228,7 +235,10 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
     """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
     ``L0``, rotary dim ``r``; YaRN's band, ramp, pair sets and attention factor μ (and μ², its
     factor on the scores); each method's frequency ratio, slow-down and overshoot past the
-    trained arc at the last target position s * L0 - 1 (per pair, and the largest)."""
+    trained arc at the last target position s * L0 - 1 (per pair, and the largest). Every
+    number of the readout, computed by ``lessonlib.rope``: ``yarn_pair_sets``, ``yarn_mscale``,
+    ``rotary_score_scale``, ``frequency_ratio``, ``slowdown``, ``target_length``,
+    ``trained_arc_overshoot`` and ``largest_overshoot``."""
     s, b = check.real("s", s, minimum=1.0), check.real("b", b, above=1.0)
     L0, r = check.integer("L0", L0, minimum=1), _rotary(r)
     truncate = check.flag("truncate", truncate)
@@ -318,7 +328,8 @@ def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
     wavelengths (right); the readout states the YaRN band. ``config``: the ``models.Model`` (or
     a shipped name or a config.json dict) whose RoPE starts the sliders: its base b and rotary
     dim r, and, where its rope_scaling gives them, s and L0 (YaRN's betas too); ``factor`` and
-    ``n_train`` give s and L0 where it does not (a plain RoPE head), or start elsewhere.
+    ``n_train`` give s and L0 where it does not (a plain RoPE head), or start elsewhere; where
+    neither does, the error says to give both.
     """
     name, sp = rope_arg(config)
     beta_fast, beta_slow, truncate = YARN_BETA_FAST, YARN_BETA_SLOW, True

@@ -28,6 +28,7 @@ __all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "s
            "FIGURE_WIDTH", "MIN_FONT"]
 
 MIN_FONT = 10  # points: the smallest text of notebook 10's figures
+"""10 points, the smallest text of notebook 10's figures."""
 
 
 def _figure_legend(fig, handles, labels, ncol):

@@ -55,7 +55,9 @@ def window_explorer(config, *, n=256, window=128, sinks=4, max_n=512,
     sliding layer. The readout adds the whole cache in MiB by each rule. The window moves in
     steps of 16 tokens, one vLLM block (any value from 16 can be typed); the sinks slider is
     disabled while the window covers the whole context (no key is outside it, so sinks change
-    nothing). Each panel's key is a legend under it, drawn once.
+    nothing). Each panel's key is a legend under it, drawn once. ``config``: the
+    ``models.Model`` the notebook built (or a shipped name or a config.json dict); a model
+    without sliding-window layers is an error.
     """
     model = model_arg(config)  # the Model the cell names (or a shipped name or a config dict)
     cfg, name = dict(model), model.name
