@@ -29,7 +29,7 @@ import operator
 import numpy as np
 
 __all__ = ["integer", "real", "flag", "choice", "array", "known_keys", "text", "function",
-           "describe", "int_at_least", "positive_int", "non_negative_int"]
+           "describe", "describe_bytes", "int_at_least", "positive_int", "non_negative_int"]
 
 
 def describe(value, limit=60):
@@ -208,3 +208,14 @@ def positive_int(name, value):
 
 def non_negative_int(name, value):
     return integer(name, value, minimum=0)
+
+
+def describe_bytes(nbytes):
+    """A byte count for an error message, one decimal in the largest binary unit it reaches
+    (``931.3 GiB``, ``232.8 TiB``; past a million of the largest unit, ``1.2e+30 bytes``): the
+    size a refused allocation would have needed."""
+    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
+                       ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:,.1f} {unit}" if nbytes < 10**6 * size else f"{nbytes:.3g} bytes"
+    return f"{nbytes} bytes"

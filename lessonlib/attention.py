@@ -54,20 +54,12 @@ def _count(n):
     return f"{n:,}" if n < 10**15 else f"{float(n):.3g}"
 
 
-def _size(nbytes):
-    """``nbytes`` for a message: ``931.3 GiB``."""
-    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
-                       ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:,.1f} {unit}" if nbytes < 10**6 * size else f"{nbytes:.3g} bytes"
-    return f"{nbytes} bytes"
-
-
 def _check_entries(subject, entries, itemsize, kind, builder, hint):
     """ValueError, before anything is allocated, when one array of ``entries`` would pass
     _MAX_ENTRIES. ``subject`` starts with the arguments that size it (``nq x nk = 10 x 10``)."""
     if entries > _MAX_ENTRIES:
-        raise ValueError(f"{subject} = {_count(entries)} entries ({_size(entries * itemsize)} as "
+        size = check.describe_bytes(entries * itemsize)
+        raise ValueError(f"{subject} = {_count(entries)} entries ({size} as "
                          f"{kind}) is more than {builder} builds (lessonlib.attention builds at "
                          f"most 2^31 = {_MAX_ENTRIES:,} entries per array); {hint}")
 

@@ -475,7 +475,7 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
     shape = kc.model_shape(cfg)
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(shape.layers)
-    w.add_context_length(check.integer("max_position_embeddings", cfg["max_position_embeddings"]))
+    w.add_context_length(int_key(cfg, "max_position_embeddings"))  # missing: named
     w.add_embedding_length(hidden_size)
     w.add_feed_forward_length(intermediate_size)
     w.add_head_count(shape.heads)

@@ -125,22 +125,14 @@ def _rotary(name, value, minimum=2):
     return r
 
 
-def _size(nbytes):
-    """``nbytes`` for a message: ``232.8 TiB``."""
-    for unit, size in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30),
-                       ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:,.1f} {unit}" if nbytes < 10**6 * size else f"{nbytes:.3g} bytes"
-    return f"{nbytes} bytes"
-
-
 def _check_table(n, pairs, verb="builds"):
     """ValueError naming n_positions, before anything is allocated, when an (n, pairs) table
     would pass _MAX_TABLE_ENTRIES."""
     entries = n * pairs
     if entries > _MAX_TABLE_ENTRIES:
+        size = check.describe_bytes(4 * entries)
         raise ValueError(f"n_positions x r/2 = {n:,} x {pairs:,} = {entries:,} entries "
-                         f"({_size(4 * entries)} as float32, for each of cos and sin) is more "
+                         f"({size} as float32, for each of cos and sin) is more "
                          f"than lessonlib.rope {verb} in one table (at most 2^31 = "
                          f"{_MAX_TABLE_ENTRIES:,} entries); a table needs the positions served "
                          "and no more (vLLM builds max_model_len rows)")

@@ -278,3 +278,11 @@ BAD_INPUTS = [
          bad=dict(writer=st.sampled_from([None, 3, "f.gguf", object()]))),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
+
+
+def test_write_gguf_names_a_missing_max_position_embeddings(tmp_path):
+    """It was a KeyError; the context length GGUF stores must come from the config."""
+    cfg = load_config("Llama-3.1-8B")
+    del cfg["max_position_embeddings"]
+    with pytest.raises(ValueError, match="config is missing 'max_position_embeddings'"):
+        gf.write_gguf(str(tmp_path / "m.gguf"), cfg)

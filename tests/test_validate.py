@@ -148,6 +148,13 @@ def test_text_and_function():
         check.function("model", "gpt")
 
 
+def test_describe_bytes_names_the_largest_unit_reached():
+    assert check.describe_bytes(1000) == "1000 bytes"
+    assert check.describe_bytes(10**12) == "931.3 GiB"
+    assert check.describe_bytes(64 * 10**12 * 4) == "232.8 TiB"
+    assert check.describe_bytes(2**60 * 10**7) == f"{2**60 * 10**7:.3g} bytes"
+
+
 def test_describe_shortens_long_values_and_shows_array_shapes():
     assert check.describe("x" * 100).startswith("'xxxx") and "...' (a str)" not in "x"
     assert len(check.describe("x" * 100)) < 80
