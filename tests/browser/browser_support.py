@@ -4,9 +4,11 @@ lessonlib widget on a page (sliders, ipympl canvas, readout) moved with the keyb
 Selectors and flags were measured with JupyterLab 4.6, ipywidgets 8.1, ipympl 0.10, Voila 0.5
 and Debian's Chromium 156; each is explained where it is used.
 """
+import contextlib
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -123,6 +125,29 @@ def _cpu_ticks_below(pid):
         below.update(kids)
         todo += kids
     return sum(ticks[c] for c in below) if below else None
+
+
+@contextlib.contextmanager
+def jupyterlab(base, root, settings, name="JupyterLab", env=None):
+    """A JupyterLab serving ``root`` on 127.0.0.1 with a fresh token and the lab settings in
+    ``settings`` (``env`` adds variables, a JUPYTER_CONFIG_DIR say), its workspaces and runtime
+    files under ``base``: yields (port, token, server) once it answers, stops it afterwards."""
+    port, token = free_port(), secrets.token_hex(16)
+    env = kernel_env({"JUPYTERLAB_SETTINGS_DIR": str(settings),
+                      "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+                      "JUPYTER_RUNTIME_DIR": str(base / "runtime"), **(env or {})})
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+           "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+           "--LabApp.extension_manager=readonly",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    server = Server(name, cmd, env, base / "jupyterlab.log")
+    try:
+        server.wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/api/status?token={token}"),
+                          60, "serving")
+        yield port, token, server
+    finally:
+        server.stop()
 
 
 class Server:

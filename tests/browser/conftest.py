@@ -11,15 +11,13 @@ Screenshots go to a fresh folder under the system temp dir; its path and each ke
 redraw time are printed in a "browser tests" section at the end of the run.
 """
 import importlib.util
-import secrets
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from browser_support import (CHROMIUM, CHROMIUM_ARGS, IN_CI, INSTALL_HINT, ROOT, SUMMARY, Server,
-                             free_port, http_ok, install_chromium, kernel_env, summary)
+from browser_support import (CHROMIUM, CHROMIUM_ARGS, IN_CI, INSTALL_HINT, ROOT, SUMMARY,
+                             install_chromium, jupyterlab, summary)
 
 _spec = importlib.util.spec_from_file_location("workspace", ROOT / "scripts" / "workspace.py")
 workspace = importlib.util.module_from_spec(_spec)
@@ -115,19 +113,5 @@ def lab(chromium, tmp_path_factory):
     for rel, text in LAB_SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(text)
-    port, token = free_port(), secrets.token_hex(16)
-    env = kernel_env({"JUPYTERLAB_SETTINGS_DIR": str(settings),
-                      "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
-                      "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-           "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--LabApp.extension_manager=readonly",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    server = Server("JupyterLab", cmd, env, base / "jupyterlab.log")
-    try:
-        server.wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/api/status?token={token}"),
-                          60, "serving")
+    with jupyterlab(base, root, settings) as (port, token, server):
         yield Lab(port, token, root, server)
-    finally:
-        server.stop()

@@ -14,7 +14,6 @@ the extension) the Image stays hidden and is not updated: ipympl's canvas shows 
 """
 import json
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -23,8 +22,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from browser_support import (Explorer, Server, cell_problems, free_port, http_ok, kernel_env,
-                             open_notebook, run_all, summary)
+from browser_support import Explorer, cell_problems, jupyterlab, open_notebook, run_all, summary
 
 NOTEBOOK = "zz_window_widget"
 SOURCE = ('%matplotlib widget\nfrom lessonlib import widgets\n\n'
@@ -98,23 +96,9 @@ def lab_without_ipympl(chromium, tmp_path_factory):
     for rel, text in SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(text)
-    port, token = free_port(), secrets.token_hex(16)
-    env = kernel_env({"JUPYTER_CONFIG_DIR": str(config),
-                      "JUPYTERLAB_SETTINGS_DIR": str(settings),
-                      "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
-                      "JUPYTER_RUNTIME_DIR": str(base / "runtime")})
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-           "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--LabApp.extension_manager=readonly",
-           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    server = Server("JupyterLab without ipympl", cmd, env, base / "jupyterlab.log")
-    try:
-        server.wait_until(lambda: http_ok(f"http://127.0.0.1:{port}/api/status?token={token}"),
-                          60, "serving")
+    with jupyterlab(base, root, settings, "JupyterLab without ipympl",
+                    env={"JUPYTER_CONFIG_DIR": str(config)}) as (port, token, _):
         yield _Lab(port, token, root)
-    finally:
-        server.stop()
 
 
 def _page_disables(page):
