@@ -660,7 +660,9 @@ def with_sink_blocks(block_table, num_tokens, sink_tokens, block_size=16):
     if sink % bs:
         raise ValueError(f"sink_tokens must be a multiple of block_size ({bs}), got {sink}")
     n = check.integer("num_tokens", num_tokens, minimum=0)
-    table = check.array("block_table", block_table, kind="int", ndim=1)
+    empty = isinstance(block_table, (list, tuple)) and not block_table  # np.asarray([]): floats
+    table = np.zeros(0, int) if empty else check.array("block_table", block_table, kind="int",
+                                                       ndim=1)
     if (table < 0).any():
         raise ValueError(f"block_table must hold block ids >= 0, got {table.min()}")
     if n == 0:
