@@ -211,8 +211,8 @@ def test_names_argument_is_whole_words():
 
 # Every public function and class of these modules must appear as a Case target in some test
 # module's BAD_INPUTS list: a new function without bad-input tests fails here.
-COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles", "rope", "softmax",
-           "streaming", "tinylm", "tinylm_results", "traffic", "triton_attention", "configs",
+COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles", "paged", "rope",
+           "softmax", "streaming", "tinylm", "tinylm_results", "traffic", "triton_attention", "configs",
            "runtime", "weights", "inspect_model", "gguf_file", "llamacpp", "widgets.attention", "widgets.kv_cache", "widgets.long_context",
            "widgets.rope", "widgets.tinylm", "widgets.triton", "widgets.windows"]
 # Not listed: lessonlib.plots (draw functions that take an Axes and what the compute functions
@@ -223,8 +223,8 @@ COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles
 # The test modules holding the cases (a module of tests needing torch or triton is skipped
 # where they are absent by design, and so are the functions it covers).
 CASE_MODULES = ["test_attention", "test_engines", "test_kernel_plan", "test_kv_cache", "test_kvtask",
-                "test_needles", "test_rope", "test_softmax", "test_streaming", "test_tinylm",
-                "test_tinylm_results", "test_traffic", "test_triton_attention", "test_configs",
+                "test_needles", "test_paged", "test_rope", "test_softmax", "test_streaming",
+                "test_tinylm", "test_tinylm_results", "test_traffic", "test_triton_attention", "test_configs",
                 "test_runtime", "test_weights", "test_inspect_model", "test_gguf_file",
                 "test_llamacpp",
                 "test_widgets_attention", "test_widgets_kv_cache",
