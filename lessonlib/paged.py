@@ -652,8 +652,8 @@ def with_sink_blocks(block_table, num_tokens, sink_tokens, block_size=16):
     static_sink_attention.py, ``StaticSinkAttentionBuilder.build``): blocks 1 .. n, n =
     sink_tokens / block_size, before the request's ``block_table``, and ``num_tokens``
     inflated by ``sink_tokens``, so that the request's token t sits at position sink_tokens +
-    t, still in slot t // block_size + n. A row of 0 tokens (padding) stays 0 with the table
-    unchanged. Read it with ``paged_attention(..., sink_tokens=sink_tokens)`` so that a window
+    t, still in slot t // block_size + n. A row of 0 tokens (padding) stays at 0 (its table
+    starts with the sinks all the same: vLLM's rows always do). Read it with ``paged_attention(..., sink_tokens=sink_tokens)`` so that a window
     keeps the sinks."""
     bs = check.integer("block_size", block_size, minimum=1)
     sink = check.integer("sink_tokens", sink_tokens, minimum=0)
@@ -665,9 +665,7 @@ def with_sink_blocks(block_table, num_tokens, sink_tokens, block_size=16):
                                                        ndim=1)
     if (table < 0).any():
         raise ValueError(f"block_table must hold block ids >= 0, got {table.min()}")
-    if n == 0:
-        return tuple(int(b) for b in table), 0
-    return tuple(range(1, sink // bs + 1)) + tuple(int(b) for b in table), n + sink
+    return tuple(range(1, sink // bs + 1)) + tuple(int(b) for b in table), n + sink if n else 0
 
 
 # --------------------------------------------------------------------------- attention

@@ -381,7 +381,7 @@ def test_static_sinks_are_blocks_1_to_n_before_every_table():
     a = m.schedule("a")
     assert a.block_table == (3, 4, 5) and not set(a.block_table) & {1, 2}
     assert pg.with_sink_blocks(a.block_table, 9, 8, 4) == ((1, 2, 3, 4, 5), 17)
-    assert pg.with_sink_blocks((), 0, 8, 4) == ((), 0)  # a padding row
+    assert pg.with_sink_blocks((), 0, 8, 4) == ((1, 2), 0)  # a padding row reads nothing
     m.free("a")
     assert 1 not in pool.free_queue and 2 not in pool.free_queue
     with pytest.raises(ValueError, match="pool"):
