@@ -349,3 +349,112 @@ def test_one_requests_bytes_are_the_smallest_budget_vllm_starts_with(name, n, in
     assert V.cache_capacity(config, n, need - 1, max_in_flight_tokens=in_flight) == {
         "refused": True}
 
+
+
+# ------------------------------------------------------------------ the paged cache, step by step
+
+def _vllm_manager(kind, num_blocks, block_size, window, caching, retention):
+    """vLLM 0.32's own KVCacheManager over one KV cache group (v1/core/kv_cache_manager.py)."""
+    import torch
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec,
+                                            SlidingWindowSpec)
+    spec = (FullAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=8,
+                              dtype=torch.float32) if kind == "full" else
+            SlidingWindowSpec(block_size=block_size, num_kv_heads=1, head_size=8,
+                              dtype=torch.float32, sliding_window=window))
+    config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
+                           kv_cache_groups=[KVCacheGroupSpec(["l0"], spec)],
+                           prefix_cache_retention_interval=retention if kind == "swa" else 0)
+    return KVCacheManager(config, max_model_len=10**6, scheduler_block_size=block_size,
+                          hash_block_size=block_size, enable_caching=caching)
+
+
+def _replay(seed, kind):
+    """One random stream of requests (added with shared prefixes and salts, scheduled in chunks
+    with lookahead and tokens in flight, grown, freed) through vLLM's manager and
+    lessonlib.paged's at once; after every step the free queue, every block table, the computed
+    tokens, the reference counts and the cached blocks are equal. Returns the prefix hits."""
+    import random
+
+    from vllm.sampling_params import SamplingParams
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+    from vllm.v1.request import Request, RequestStatus
+
+    from lessonlib import paged as pg
+    init_none_hash(sha256)
+    rnd = random.Random(seed)
+    B, W, N = rnd.choice([1, 2, 3, 4, 16]), rnd.randint(1, 40), rnd.randint(2, 40)
+    caching = rnd.random() < 0.85
+    retention = rnd.choice([0, 0, None, B * rnd.randint(1, 3)])
+    mgr = _vllm_manager(kind, N, B, W, caching, retention)
+    pool = pg.BlockPool(N, enable_caching=caching)
+    ours = (pg.FullAttentionManager(pool, B) if kind == "full" else
+            pg.SlidingWindowManager(pool, W, B, retention_interval=retention))
+    hasher = get_request_block_hasher(B, sha256)
+    vreqs, live, hits = {}, [], 0
+    shared = [rnd.randint(0, 5) for _ in range(60)]
+    for step in range(60):
+        op = rnd.random()
+        where = (seed, kind, step)
+        if op < 0.3 or not live:  # a new request, part of its prompt shared
+            rid, length = f"r{step}", rnd.randint(1, 50)
+            cut = rnd.randint(0, length)
+            tokens = shared[:cut] + [rnd.randint(0, 5) for _ in range(length - cut)]
+            salt = rnd.choice([None, None, "s"])
+            vreqs[rid] = Request(rid, tokens, SamplingParams(max_tokens=1000), None,
+                                 cache_salt=salt, block_hasher=hasher)
+            ours.add_request(rid, tokens, cache_salt=salt)
+            live.append(rid)
+            continue
+        rid = rnd.choice(live)
+        vr = vreqs[rid]
+        if op < 0.85:  # schedule it: a chunk of its tokens, perhaps after a new output token
+            if vr.num_computed_tokens >= vr.num_tokens:
+                t = rnd.randint(0, 5)
+                vr.append_output_token_ids(t)
+                ours.append_tokens(rid, [t])
+            budget = rnd.choice([None, None, rnd.randint(1, 20)])
+            lookahead = rnd.choice([0, 0, 0, rnd.randint(1, 5)])
+            waiting = vr.status == RequestStatus.WAITING
+            blocks, hit = (mgr.get_computed_blocks(vr)[:2] if waiting and caching else (None, 0))
+            left = vr.num_tokens - vr.num_computed_tokens - hit
+            n_new = left if budget is None else min(budget, left)
+            in_flight = 0 if waiting else rnd.choice([0, 0, rnd.randint(0, vr.num_computed_tokens)])
+            vr.num_in_flight_tokens = in_flight
+            res = (mgr.allocate_slots(vr, n_new, hit, blocks, num_lookahead_tokens=lookahead)
+                   if waiting else mgr.allocate_slots(vr, n_new, num_lookahead_tokens=lookahead))
+            mine = ours.schedule(rid, budget, num_lookahead_tokens=lookahead,
+                                 num_in_flight_tokens=in_flight)
+            assert (res is None) == (mine is None), where
+            if res is not None:
+                vr.status = RequestStatus.RUNNING
+                vr.num_computed_tokens += hit + n_new
+                assert mine.hit_tokens == hit, where
+                hits += hit > 0
+        else:
+            mgr.free(vr)
+            ours.free(rid)
+            live.remove(rid)
+        queue = [b.block_id for b in mgr.block_pool.free_block_queue.get_all_free_blocks()]
+        assert queue == list(pool.free_queue), where
+        for r in live:
+            manager = mgr.coordinator.single_type_managers[0]
+            table = mgr.get_block_ids(r)[0] if r in manager.req_to_blocks else []
+            assert list(table) == list(ours.requests[r].block_table), (where, r)
+            assert ours.requests[r].num_computed == vreqs[r].num_computed_tokens, (where, r)
+        assert [b.ref_cnt for b in mgr.block_pool.blocks][1:] == list(pool.ref_counts)[1:], where
+        cached = {b.block_id for b in mgr.block_pool.blocks if b.block_hash is not None}
+        assert cached == {i for i, h in enumerate(pool.block_hashes) if h is not None}, where
+    return hits
+
+
+@engine
+@pytest.mark.parametrize("kind", ["full", "swa"])
+def test_lessonlibs_paged_cache_is_vllms_block_for_block(kind):
+    """lessonlib.paged's block pool and managers against vLLM 0.32's own KVCacheManager on the
+    same 60 random request streams: free queue, block tables, computed tokens, reference counts
+    and cached blocks equal after every step, prefix hits equal at every schedule."""
+    hits = sum(_replay(seed, kind) for seed in range(60))
+    assert hits > 0  # the streams do share prefixes
