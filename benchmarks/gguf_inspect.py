@@ -3,7 +3,7 @@
 Writes, under a temporary folder, a GGUF with Llama-3.1-8B's keys, a 128,256-token vocabulary and
 280,147 merges (the tokenizer metadata a real file carries) and its 291 tensors at their real
 shapes in Q8_0 (8.5 GB of tensor data), the data left as a sparse hole (the file's size is real,
-its blocks are not written). Then times lessonlib.gguf_file.read_gguf and the whole report, best
+its blocks are not written). Then times lessonlib.models.gguf.read_gguf and the whole report, best
 of three. The reader memory-maps the file and reads only the metadata and the few small tensors
 it needs, so the time is the metadata's, not the weights'.
 """
@@ -17,8 +17,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import gguf  # noqa: E402
 
-from lessonlib import gguf_file, inspect_model  # noqa: E402
-from lessonlib.configs import load_config  # noqa: E402
+from lessonlib import inspect_model
+from lessonlib.models import gguf  # noqa: E402
+from lessonlib.models.configs import load_config  # noqa: E402
 
 N_VOCAB, N_MERGES = 128256, 280147
 
@@ -50,7 +51,7 @@ def write(path):
                    (f"blk.{il}.ffn_gate.weight", (ff, H)), (f"blk.{il}.ffn_up.weight", (ff, H)),
                    (f"blk.{il}.ffn_down.weight", (H, ff)), (f"blk.{il}.attn_norm.weight", (H,)),
                    (f"blk.{il}.ffn_norm.weight", (H,))]
-    freqs = gguf_file._llama3_factors(cfg).astype(np.float32)
+    freqs = gguf._llama3_factors(cfg).astype(np.float32)
     w.add_tensor_info("rope_freqs.weight", freqs.shape, freqs.dtype, freqs.nbytes)
     total = freqs.nbytes
     for name, shape in shapes:
@@ -91,10 +92,10 @@ def main():
         path = os.path.join(d, "llama-3.1-8b-shaped-q8_0.gguf")
         data = write(path)
         size = os.path.getsize(path)
-        read = best(lambda: gguf_file.read_gguf(path))
-        model = gguf_file.read_gguf(path)
+        read = best(lambda: gguf.read_gguf(path))
+        model = gguf.read_gguf(path)
         full = best(lambda: inspect_model.format_report(inspect_model.report(
-            gguf_file.read_gguf(path).config, [4096, 32768, 131072], gpu_memory=24 * 2**30,
+            gguf.read_gguf(path).config, [4096, 32768, 131072], gpu_memory=24 * 2**30,
             weights_bytes=model.tensor_bytes, weights_source="file")))
         print(f"file {size / 2**30:.2f} GiB ({data / 2**30:.2f} GiB of tensor data, "
               f"{model.n_tensors} tensors, {N_VOCAB:,} tokens, {N_MERGES:,} merges)")

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from lessonlib.configs import load_config  # noqa: E402
+from lessonlib.models.configs import load_config  # noqa: E402
 from lessonlib.rope import cos_sin_table, rope_frequencies  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def timed(fn, repeats):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=131072, help="positions (default 131072)")
-    parser.add_argument("--config", default="Llama-3.1-8B", help="a lessonlib.configs name")
+    parser.add_argument("--config", default="Llama-3.1-8B", help="a lessonlib.models.configs name")
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
 

@@ -2,7 +2,7 @@
 [--kv-dtype T ...] [--seqs N] [--gpu-memory SIZE] [--weights SIZE] [--in-flight N] [--json]``.
 
 SOURCE is a config.json file, a model folder holding one, a shipped config's name
-(``lessonlib.configs.config_names()``) or a ``.gguf`` file (its metadata, memory-mapped: a
+(``lessonlib.models.configs.config_names()``) or a ``.gguf`` file (its metadata, memory-mapped: a
 multi-GB file inspects in well under a second). The report is ``lessonlib.inspect_model``'s:
 text by default, one JSON object with ``--json``.
 
@@ -68,7 +68,7 @@ def _parser():
 
 
 def _read_json(path):
-    from .configs import config_from_text
+    from .models.configs import config_from_text
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -103,13 +103,13 @@ def load_source(source):
         return _read_json(path), {"path": path, "format": "config.json"}, None
     if os.path.isfile(source):
         if source.endswith(".gguf") or _is_gguf(source):
-            from . import gguf_file
-            model = gguf_file.read_gguf(source)
+            from .models import gguf
+            model = gguf.read_gguf(source)
             return model.config, {"path": source, "format": "GGUF",
                                   "architecture": model.architecture,
                                   "tensor_bytes": model.tensor_bytes}, model.tensor_bytes
         return _read_json(source), {"path": source, "format": "config.json"}, None
-    from .configs import config_names, load_config
+    from .models.configs import config_names, load_config
     if os.sep in source or source.endswith((".json", ".gguf")):
         raise UsageError(f"{source}: no such file or folder")
     try:
@@ -124,7 +124,7 @@ def _weights(config, given, counted):
         return im.parse_size(given, "--weights"), "given with --weights"
     if counted is not None:
         return counted, "the GGUF file's tensor data"
-    from . import weights
+    from .models import weights
     try:
         w = weights.weight_bytes(config)
     except ValueError as err:

@@ -1,7 +1,7 @@
 """What a model costs at a context, in an engine: the report behind ``python -m lessonlib inspect``.
 
 ``report(config, contexts=...)`` gathers, from one config.json dict (or the dict a GGUF file's
-metadata maps to, ``lessonlib.gguf_file``), what the course's rules say about it: the attention
+metadata maps to, ``lessonlib.models.gguf``), what the course's rules say about it: the attention
 shape and which layers slide; the KV bytes per token; the whole cache at each context by each
 engine's own rule (``kv_cache.kv_cache_bytes``), with the reason for every difference from the
 exact count; the RoPE scaling in plain words (``rope.scaling_parameters``); the longest context
@@ -473,7 +473,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     n_seq        sequences (requests) of each context at once
     gpu_memory   bytes of GPU memory (``parse_size``), or None for no budget
     weights_bytes   the weights' bytes for the budget (a GGUF file's tensor data, or
-                 ``lessonlib.weights.weight_bytes`` of the config: the caller's choice; required
+                 ``lessonlib.models.weights.weight_bytes`` of the config: the caller's choice; required
                  with ``gpu_memory``), with ``weights_source`` saying where they came from
     source       a dict describing the input (path, format), copied into the report
     in_flight_tokens   vLLM's tokens scheduled but not settled, which its sliding layers keep

@@ -3,7 +3,7 @@
 The numbers behind notebooks 01 (llama.cpp's compute buffer), 05 (bytes per token: MHA, GQA,
 MQA, MLA), 06 (sliding-window layers and hybrid caches, by llama.cpp's and vLLM's rules) and 09
 (the cache of a long context).
-Everything is read from a model's ``config.json`` dict (``lessonlib.configs.load_config``):
+Everything is read from a model's ``config.json`` dict (``lessonlib.models.configs.load_config``):
 
     num_hidden_layers            L, the layer count
     num_key_value_heads          h_kv (falls back to num_attention_heads, as in HuggingFace);

@@ -3,7 +3,7 @@
 Everything here needs llama-cpp-python (``make engine`` builds it into ``.venv-engine``; the
 students' environment does not have it): ``available()`` says whether it can run and why not.
 
-``allocations(path, n_ctx, ...)`` loads a GGUF file (``gguf_file.write_model_gguf`` writes one
+``allocations(path, n_ctx, ...)`` loads a GGUF file (``gguf.write_model_gguf`` writes one
 with a real model's attention shape and zero weights) and creates a context exactly as
 llama.cpp's C API does, with the settings named (context, sequences, micro-batch, unified
 cache, full-size sliding-window cache, cache element types, flash attention), then frees it.
@@ -171,11 +171,11 @@ def _rope_kwargs(rope):
 def _gguf_path(path):
     """A GGUF file's path, and its vocabulary size (token ids must stay below it)."""
     import os
-    from . import gguf_file
+    from .models import gguf
     path = check.text("path", path)
     if not os.path.isfile(path):
         raise ValueError(f"path {path!r} is not a file")
-    return path, gguf_file.read_gguf(path).config.get("vocab_size")
+    return path, gguf.read_gguf(path).config.get("vocab_size")
 
 
 def allocations(path, n_ctx, *, n_seq=1, n_batch=None, n_ubatch=512, kv_unified=False,

@@ -670,7 +670,7 @@ def export_gguf(model, path):
     Returns the path. Q and K rows go through ``neox_to_adjacent_pairs``: this model rotates
     NeoX pairs, llama.cpp's llama graph rotates adjacent ones. The token ids are the model's
     own (the file's tokenizer is a placeholder list: feed ids, not text)."""
-    from lessonlib import gguf_file
+    from lessonlib.models import gguf
     model = _tinylm(model)
     path = check.text("path", path)
     c = model.config
@@ -691,6 +691,6 @@ def export_gguf(model, path):
             b + "ffn_up.weight": sd[p + "up.weight"],
             b + "ffn_down.weight": sd[p + "down.weight"]})
     cfg = dict(c, model_type="llama", tie_word_embeddings=True)
-    return gguf_file.write_model_gguf(path, cfg, hidden_size=c["hidden_size"],
+    return gguf.write_model_gguf(path, cfg, hidden_size=c["hidden_size"],
                                       intermediate_size=c["intermediate_size"],
                                       vocab_size=c["vocab_size"], weights=weights)

@@ -6,7 +6,7 @@ Notebooks 01, 05, 06 and 10 print these results beside lessonlib's own numbers (
 engine: the file is committed); tests/test_llamacpp.py checks the file against a fresh run.
 
 - caches: for real attention shapes (zero-weight GGUF files written by
-  gguf_file.write_model_gguf), the KV caches llama.cpp allocates at the contexts and settings
+  gguf.write_model_gguf), the KV caches llama.cpp allocates at the contexts and settings
   the notebooks discuss: cells, streams, layers and MiB of each cache, as the engine logs them.
 - compute: notebook 01's compute buffer, the tiny Qwen2-vocabulary model (its config's shape,
   zero weights) at -c 65536 with -ub 128 and 512, flash attention on and off: the MiB the
@@ -50,12 +50,13 @@ TRAINED = 256
 
 
 def _caches(directory):
-    from lessonlib import gguf_file, llamacpp
-    from lessonlib.configs import load_config
+    from lessonlib import llamacpp
+    from lessonlib.models import gguf
+    from lessonlib.models.configs import load_config
     files, rows = {}, []
     for name, settings in CACHE_ROWS:
         if name not in files:
-            files[name] = gguf_file.write_model_gguf(os.path.join(directory, f"{name}.gguf"),
+            files[name] = gguf.write_model_gguf(os.path.join(directory, f"{name}.gguf"),
                                                      load_config(name))
         kv_type = settings.get("kv_type", "f16")
         kw = {k: v for k, v in settings.items() if k != "kv_type"}
@@ -68,13 +69,14 @@ def _caches(directory):
 
 
 def _compute(directory):
-    from lessonlib import gguf_file, llamacpp
-    from lessonlib.configs import load_config
+    from lessonlib import llamacpp
+    from lessonlib.models import gguf
+    from lessonlib.models.configs import load_config
     files, rows = {}, []
     for name, n_ctx, ub, fa in COMPUTE_ROWS:
         if name not in files:
             cfg = load_config(name)
-            files[name] = gguf_file.write_model_gguf(
+            files[name] = gguf.write_model_gguf(
                 os.path.join(directory, f"{name}.gguf"), cfg, hidden_size=cfg["hidden_size"],
                 intermediate_size=cfg["intermediate_size"], vocab_size=cfg["vocab_size"])
         m = llamacpp.allocations(files[name], n_ctx, n_ubatch=ub, flash_attn=fa)

@@ -135,7 +135,7 @@ CAPACITY_SETTINGS = [(n, gib, f) for n in (32768, 131072) for gib in (8, 40) for
 
 
 def _capacity(V):
-    from lessonlib.configs import load_config
+    from lessonlib.models.configs import load_config
     return {name: {f"{n}/{gib}GiB/{f}": V.cache_capacity(load_config(name), n, gib * 2**30,
                                                             max_in_flight_tokens=f)
                    for n, gib, f in CAPACITY_SETTINGS} for name in CAPACITY_SHAPES}
@@ -148,7 +148,7 @@ PREFIX_PROMPTS = [list(range(100)), list(range(80)) + [999] * 30, list(range(100
 
 def measure(directory=None):
     from lessonlib import vllm as V
-    from lessonlib.configs import load_config
+    from lessonlib.models.configs import load_config
     out = {"vllm": V.version(), "defaults": V.engine_defaults(), "max_model_len": {},
            "variants": {}, "blocks": {}}
     for name in CONFIGS:
@@ -158,7 +158,7 @@ def measure(directory=None):
     for label, extra in VARIANTS:
         out["variants"][label] = _lengths(V, variant_config(extra))
     out["capacity"] = _capacity(V)
-    from lessonlib.configs import load_config
+    from lessonlib.models.configs import load_config
     out["streams"] = {f"{name}/{n}/{chunk}": V.window_stream(load_config(name), n, chunk)
                       for name, n, chunk in STREAMS}
     out["prefix"] = V.prefix_hits(load_config("Llama-3.1-8B"), PREFIX_PROMPTS)

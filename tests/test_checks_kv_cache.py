@@ -191,7 +191,7 @@ def test_bytes_per_token_reference_is_correct_on_every_case():
     assert checks.bytes_per_token(lambda c: float(_slip(c))).ok is True  # 131072.0 is whole
     assert checks.bytes_per_token(lambda c: np.int64(_slip(c))).ok is True
     names = {what for what, _, _ in checks._bytes_cases()}
-    from lessonlib.configs import config_names
+    from lessonlib.models.configs import config_names
     assert {f"{n}'s config.json" for n in config_names()} <= names
     assert len(names) >= 40
 

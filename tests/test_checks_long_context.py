@@ -9,7 +9,7 @@ from _support import needs, optional, solutions
 
 from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import long_context as checks
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 SOLUTIONS = vars(solutions("09_long_context_cost_and_needles"))
 NAMES = ["crossover_tokens", "prompt_cost_ratio", "needle_grid", "needle_found"]

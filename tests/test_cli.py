@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lessonlib import cli, gguf_file, inspect_model as im
-from lessonlib.configs import config_names, load_config
+from lessonlib import cli, inspect_model as im
+from lessonlib.models import gguf as gf
+from lessonlib.models.configs import config_names, load_config
 
 
 FULL = [n for n in config_names() if not n.startswith("tiny-")]
@@ -52,7 +53,7 @@ def test_config_file_folder_and_gguf(tmp_path):
     for rep in (by_file, by_folder):
         assert rep["caches"] == by_name["caches"] and rep["rope"] == by_name["rope"]
     assert by_folder["source"] == {"path": str(folder / "config.json"), "format": "config.json"}
-    path = gguf_file.write_gguf(str(tmp_path / "qwen.gguf"), cfg)
+    path = gf.write_gguf(str(tmp_path / "qwen.gguf"), cfg)
     by_gguf = json.loads(run("inspect", path, "--json", "--engine", "llama.cpp")[1])
     assert by_gguf["source"]["format"] == "GGUF" and by_gguf["source"]["architecture"] == "qwen2"
     llama = [r for r in by_name["caches"] if r["engine"] == "llama.cpp"]
@@ -60,9 +61,9 @@ def test_config_file_folder_and_gguf(tmp_path):
 
 
 def test_gguf_budget_uses_the_files_tensor_bytes(tmp_path):
-    path = gguf_file.write_gguf(str(tmp_path / "m.gguf"), load_config("Llama-3.1-8B"))
+    path = gf.write_gguf(str(tmp_path / "m.gguf"), load_config("Llama-3.1-8B"))
     rep = json.loads(run("inspect", path, "--json", "--gpu-memory", "24GiB")[1])
-    assert rep["budget"]["weights_bytes"] == gguf_file.read_gguf(path).tensor_bytes
+    assert rep["budget"]["weights_bytes"] == gf.read_gguf(path).tensor_bytes
     assert rep["budget"]["weights_source"] == "the GGUF file's tensor data"
     given = json.loads(run("inspect", path, "--json", "--gpu-memory", "24GiB", "--weights",
                            "16GB")[1])
@@ -85,7 +86,7 @@ def _unknown_arch(tmp_path):
     p = str(tmp_path / "mamba.gguf")
     w = gguf.GGUFWriter(p, "mamba")
     w.add_block_count(2)
-    return [gguf_file.finish(w)], "GGUF architecture 'mamba' is not one lessonlib reads"
+    return [gf.finish(w)], "GGUF architecture 'mamba' is not one lessonlib reads"
 
 
 def _missing_key(tmp_path):
@@ -95,7 +96,7 @@ def _missing_key(tmp_path):
     w.add_block_count(2)
     w.add_context_length(4096)
     w.add_embedding_length(64)
-    return [gguf_file.finish(w)], "GGUF key 'llama.attention.head_count' is missing"
+    return [gf.finish(w)], "GGUF key 'llama.attention.head_count' is missing"
 
 
 def _not_gguf(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from lessonlib import engines, rope, streaming
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 # --------------------------------------------------------------------------- vLLM
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from lessonlib import inspect_model as im
 from lessonlib import kv_cache as kc
 from lessonlib import rope
-from lessonlib.configs import config_names, load_config
+from lessonlib.models.configs import config_names, load_config
 
 from _bad import Case, DELETE, bad_input_tests, choices, ints
 

@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 from lessonlib import kv_cache as kc
 from lessonlib.attention import naive_attention
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.llamacpp import load_results
 
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import strategies as st
 
 from _bad import Case, bad_input_tests, choices, flags, ints, reals, texts
-from lessonlib import gguf_file as gf
+from lessonlib.models import gguf as gf
 from lessonlib import kv_cache as kc
 from lessonlib import llamacpp as L
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 DATA = Path(__file__).parent / "data" / "llamacpp"
 WHY = L.available()

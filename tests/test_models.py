@@ -5,8 +5,9 @@ import pickle
 import pytest
 
 from lessonlib import kv_cache as kc
-from lessonlib import rope, weights
-from lessonlib.configs import config_names, load_config
+from lessonlib import rope
+from lessonlib.models import weights
+from lessonlib.models.configs import config_names, load_config
 from lessonlib.models import Model, int_key, load_model, text_config
 
 READABLE = [c for c in config_names() if c != "tiny-gemma3-swa"]  # that one has no heads
@@ -56,7 +57,7 @@ def test_a_model_is_read_only_and_a_copy_of_its_source():
 
 
 def test_a_model_from_a_gguf_file(tmp_path):
-    from lessonlib.gguf_file import write_gguf
+    from lessonlib.models.gguf import write_gguf
     path = tmp_path / "llama.gguf"
     write_gguf(str(path), load_config("Llama-3.1-8B"))
     model = load_model(path)

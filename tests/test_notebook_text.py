@@ -112,7 +112,7 @@ def test_07_float32_error_claims_name_the_model_they_hold_for():
     model, Llama-3.1-8B, prints 0.0063 rad on pair 2. Every "<x> rad ... pair <j>" claim in the
     prose names a model, and the number and pair are that model's."""
     from lessonlib import rope
-    from lessonlib.configs import load_config
+    from lessonlib.models.configs import load_config
     n = 131_072
     truth = {}
     for name, key in (("Llama-3.1-8B", "Llama"), ("Mistral-7B", "Mistral")):
@@ -222,7 +222,7 @@ def test_05_says_the_head_dim_key_wins_over_the_division():
     """05 taught d_h = hidden_size / num_attention_heads and never the `head_dim` key, which
     overrides it (gpt-oss-20b: 45 vs 64; Gemma 3 27B: 168 vs 128)."""
     from lessonlib import kv_cache
-    from lessonlib.configs import load_config
+    from lessonlib.models.configs import load_config
     prose = " ".join(markdown("05_kv_cache").split())
     assert "`head_dim` key" in prose
     for name, wrong in (("gpt-oss-20b", 45), ("Gemma-3-27B", 168)):

@@ -292,7 +292,7 @@ def _notebook(*cells):
 
 
 def test_a_notebook_that_prints_hard_coded_numbers_fails():
-    setup = ("from lessonlib.configs import load_config\n"
+    setup = ("from lessonlib.models.configs import load_config\n"
              "from lessonlib.kv_cache import kv_bytes_per_token\n"
              "cfg = load_config('Llama-3.1-8B')", "")
     computed = ("n = 8192\nper_token = kv_bytes_per_token(cfg)\n"
@@ -383,7 +383,7 @@ def test_package_docs_and_messages_cite_nothing_outside_the_course():
                                               "instructors/README.md")]
     paths += glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
     paths += glob.glob(os.path.join(ROOT, "instructors", "solutions", "*.py"))
-    paths += glob.glob(os.path.join(ROOT, "lessonlib", "configs", "*.json"))  # their _source notes
+    paths += glob.glob(os.path.join(ROOT, "lessonlib", "models", "configs", "*.json"))  # their _source notes
     for folder in ("tests", "scripts", "benchmarks"):  # a maintainer has only the repository
         paths += [p for p in glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)
                   if not p.endswith("test_notebooks.py")]

@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lessonlib import rope as R
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 torch = optional("torch")  # the HuggingFace oracle runs on torch: those tests need it
 if torch is not None:
@@ -1136,7 +1136,7 @@ def raises_naming(call, *names):
 def test_every_shipped_config_loads():
     """All of lessonlib/configs (both layer types for Gemma 3) in both layouts, and every config
     the notebooks build, still load under the stricter rules."""
-    from lessonlib.configs import config_names
+    from lessonlib.models.configs import config_names
     for name in config_names():
         c = load_config(name)
         layers = ["full_attention", "sliding_attention"] if "gemma3" in c.get("model_type", "") else [None]

@@ -602,15 +602,15 @@ def test_adjacent_pair_rotation_of_permuted_rows_gives_the_neox_scores():
 
 
 def test_export_writes_what_llama_cpp_reads(tmp_path):
-    from lessonlib import gguf_file
+    from lessonlib.models import gguf
     model = load_tinylm()
-    m = gguf_file.read_gguf(export_gguf(model, str(tmp_path / "tiny.gguf")))
+    m = gguf.read_gguf(export_gguf(model, str(tmp_path / "tiny.gguf")))
     c = model.config
     assert m.architecture == "llama" and m.n_tensors == 2 + 9 * c["num_hidden_layers"]
     for key in ("hidden_size", "intermediate_size", "vocab_size", "num_hidden_layers",
                 "num_attention_heads", "num_key_value_heads", "head_dim", "rope_theta"):
         assert m.config[key] == c[key], key
-    pi = gguf_file.read_gguf(export_gguf(load_tinylm("tinylm_pi2x.pt"), str(tmp_path / "pi.gguf")))
+    pi = gguf.read_gguf(export_gguf(load_tinylm("tinylm_pi2x.pt"), str(tmp_path / "pi.gguf")))
     assert pi.config["rope_scaling"] == {"rope_type": "linear", "factor": 2.0}
 
 

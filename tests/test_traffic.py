@@ -3,11 +3,11 @@ import pytest
 
 from lessonlib import traffic as T
 from lessonlib.attention import attention_mask
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.traffic import (GIB, MIB, crossover_length, flash_hbm_accesses,
                                long_context_cost, naive_traffic, score_matrix_table,
                                score_slice_bytes, tiled_traffic, traffic_ratio_table)
-from lessonlib.weights import weight_bytes
+from lessonlib.models.weights import weight_bytes
 
 # Llama 3.1 8B's N_param as notebooks 01 and 09 take it: counted from its config.json.
 LLAMA_PARAMS = weight_bytes(load_config("Llama-3.1-8B")).params

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from lessonlib import kv_cache as kc
 from lessonlib import rope as R
 from lessonlib import vllm as V
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 WHY = V.available()
 if WHY is not None and os.environ.get("LESSONLIB_VLLM") == "1":

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import TILE_FULL, TILE_SKIPPED, block_map
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.softmax import online_attention_row, online_attention_trace, sink_share
 from lessonlib.traffic import (GIB, long_context_cost, naive_traffic,
                                score_matrix_table, tiled_traffic)
-from lessonlib.weights import weight_bytes
+from lessonlib.models.weights import weight_bytes
 from lessonlib.widgets import attention as W
 
 LLAMA_PARAMS = weight_bytes(load_config("Llama-3.1-8B")).params  # 8,030,261,248: the default

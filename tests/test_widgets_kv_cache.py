@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.kv_cache import GIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes
 from lessonlib.plots import kv_cache as plots
 from lessonlib.widgets import kv_cache as kvw
@@ -143,7 +143,7 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 
 from lessonlib import inspect_model as im  # noqa: E402
-from lessonlib import weights as wt  # noqa: E402
+from lessonlib.models import weights as wt  # noqa: E402
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.kv_cache import GIB, kv_bytes_per_token, kv_cache_bytes, model_shape
 from lessonlib.needles import EdgeHeavyModel, run_needle_grid
 from lessonlib.traffic import long_context_cost
-from lessonlib.weights import weight_bytes
+from lessonlib.models.weights import weight_bytes
 from lessonlib.widgets import long_context as lc
 
 LENGTHS = list(lc.DEFAULT_LENGTHS)
@@ -170,7 +170,7 @@ def test_needle_heatmap_shows_the_grid_and_its_table():
 
 def test_another_models_costs_use_its_own_parameter_count():
     """Not Llama's 8.03e9 for every config: N_param is counted from the config given."""
-    from lessonlib.weights import weight_bytes
+    from lessonlib.models.weights import weight_bytes
     qwen = load_config("Qwen2.5-7B-Instruct")
     view = lc.cost_explorer("Qwen2.5-7B-Instruct")
     try:

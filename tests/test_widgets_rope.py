@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lessonlib import rope as R
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.widgets import rope as W
 
 HEAD = {"head_dim": 128, "rope_theta": 10_000.0}  # notebooks 07 and 08: d = 128, b = 10,000

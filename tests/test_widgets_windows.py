@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from lessonlib.attention import MASK_HIDDEN, MASK_SINK, MASK_WINDOW, attention_mask, mask_codes
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 from lessonlib.kv_cache import kv_cache_bytes, layer_windows
 from lessonlib.plots import windows as plots
 from lessonlib.widgets import windows as ww

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..configs import load_config
+from ..models.configs import load_config
 from ..kv_cache import kv_bytes_per_token, llamacpp_compute_buffer
 from .. import softmax
 from ..softmax import online_attention_row, online_softmax_trace

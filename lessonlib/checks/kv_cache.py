@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from ..configs import config_names, load_config
+from ..models.configs import config_names, load_config
 from ..kv_cache import GIB, MIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
 from . import (SIGNIFICANT_DIGITS, Unreadable, _clip, _run, check_number, correct, vector,
                whole, wholes, wrong)

@@ -9,12 +9,12 @@ import math
 
 import numpy as np
 
-from ..configs import load_config
+from ..models.configs import load_config
 from ..kv_cache import kv_bytes_per_token, model_shape
 from ..needles import (DEFAULT_NEEDLE, DEFAULT_QUESTION, QUESTION_SEPARATOR, EdgeHeavyModel,
                        lesson_filler, needle_index, run_needle_grid)
 from ..traffic import crossover_length, long_context_cost
-from ..weights import weight_bytes
+from ..models.weights import weight_bytes
 from . import SIGNIFICANT_DIGITS, _run, _scalar, _short, call, check_number, correct, wrong
 from ._preamble import preamble
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import rope as R
-from ..configs import load_config
+from ..models.configs import load_config
 from . import (FLOAT32_EPS, FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, call, check_number,
                close_to, correct, distinct, shown, vector, wrong)
 from ._preamble import preamble

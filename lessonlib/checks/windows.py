@@ -4,7 +4,7 @@ Every check takes the student's answer (``None`` while the stub is unfilled) and
 Verdict: not attempted, correct, or wrong with a hint that names the mistake. Expected values
 come from lessonlib (kv_cache, streaming); the typical mistakes are recomputed the wrong way.
 """
-from ..configs import load_config
+from ..models.configs import load_config
 from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
 from ..engines import llamacpp_cached_tokens
 from ..streaming import StreamingCache, receptive_field

@@ -135,7 +135,8 @@ class Model(dict):
 
 
 def _read(config, name):
-    from .. import kv_cache, rope, weights
+    from .. import kv_cache, rope
+    from . import weights
     shape = kv_cache.model_shape(config)
     windows = tuple(kv_cache.layer_windows(config))
     llamacpp = tuple(kv_cache.llamacpp_layer_windows(config))
@@ -150,7 +151,7 @@ def _read(config, name):
 
 def load_model(source, *, name=None):
     """A ``Model`` from ``source``: a shipped config's name (``configs.config_names()``), a
-    config.json dict, a path to a ``.gguf`` file (``gguf_file.read_gguf``'s config) or a
+    config.json dict, a path to a ``.gguf`` file (``gguf.read_gguf``'s config) or a
     ``Model`` (returned as it is unless ``name`` renames it). ``name`` defaults to the shipped
     name, the file's stem, or the config's ``model_type``. The config is deep-copied: changing
     the dict afterwards does not change the Model."""
@@ -159,10 +160,10 @@ def load_model(source, *, name=None):
     if isinstance(source, Model):
         return source if name is None or name == source.name else load_model(dict(source), name=name)
     if isinstance(source, str) and not source.endswith(".gguf"):
-        from ..configs import load_config
+        from .configs import load_config
         return _build(load_config(source), name or source)
     if isinstance(source, (str, Path)):
-        from ..gguf_file import read_gguf
+        from .gguf import read_gguf
         path = Path(source)
         return _build(read_gguf(str(path)).config, name or path.stem)
     if isinstance(source, Mapping):

@@ -29,7 +29,7 @@ from matplotlib.text import Text
 
 from .. import _validate as check
 from .. import runtime
-from ..configs import config_dict  # "a config name or a dict": compute's one reader
+from ..models.configs import config_dict  # "a config name or a dict": compute's one reader
 from ..models import Model, load_model
 from . import _render
 

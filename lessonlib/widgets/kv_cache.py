@@ -8,7 +8,7 @@ every slider move) and ``data`` (what the last redraw computed, for tests and cu
 import ipywidgets as widgets
 
 from .. import _validate as check
-from ..configs import config_from_text
+from ..models.configs import config_from_text
 from ..kv_cache import (GIB, KV_TYPES, VLLM_GPU_MEMORY_UTILIZATION, cache_room, gqa_head_map,
                         kv_bytes_per_token, kv_cache_bytes, sequence_bytes,
                         vllm_serve_in_flight_tokens)
@@ -193,10 +193,10 @@ def _uploaded(value):
 
 def _budget_models():
     """The shipped configs the budget offers: the released models whose weights
-    ``lessonlib.weights`` counts (the tiny test models and the hypothetical hybrid, which has no
+    ``lessonlib.models.weights`` counts (the tiny test models and the hypothetical hybrid, which has no
     checkpoint, are left out: without weights there is no room to draw)."""
-    from .. import weights
-    from ..configs import config_names
+    from ..models import weights
+    from ..models.configs import config_names
     return [c for c in config_names()
             if not c.startswith("tiny-") and config_dict(c).get("model_type") in weights.MODEL_TYPES]
 
@@ -345,7 +345,7 @@ def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
 
 def _weights(model):
     """(bytes, where from) of a ``models.Model``'s weights, or (None, why not) when its model
-    type is one lessonlib.weights does not count."""
+    type is one lessonlib.models.weights does not count."""
     w = model.weights
     if w is None:
         return None, f"not counted ({model.params_note}); the room lines leave them out"

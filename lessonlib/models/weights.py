@@ -1,5 +1,5 @@
 """How big a model's weights are: every parameter HuggingFace's model holds, and the bytes its
-checkpoint stores, counted from a ``config.json`` dict (``lessonlib.configs.load_config``).
+checkpoint stores, counted from a ``config.json`` dict (``lessonlib.models.configs.load_config``).
 
 The other half of a GPU budget (the KV cache is ``kv_cache``): Llama-3.1-8B holds 8,030,261,248
 parameters, 16.06 GB in bf16. The count follows each architecture's module structure in
@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from . import _validate as check
-from .kv_cache import model_shape
-from .models import int_key, text_config
+from .. import _validate as check
+from ..kv_cache import model_shape
+from . import int_key, text_config
 
 __all__ = ["weight_bytes", "Weights", "MODEL_TYPES", "DTYPE_BYTES", "QUANT_METHODS"]
 

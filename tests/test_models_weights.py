@@ -1,4 +1,4 @@
-"""lessonlib.weights against transformers' own models (built on the meta device: every parameter,
+"""lessonlib.models.weights against transformers' own models (built on the meta device: every parameter,
 no memory), the published parameter counts and checkpoint sizes, and each storage rule (bf16,
 fp32, MXFP4 blocks, FP8 block scales) recomputed here from HF's tensor list or by hand."""
 import copy
@@ -9,8 +9,8 @@ from _bad import DELETE, Case, bad_input_tests, choices, flags, ints
 from _support import needs, optional
 from hypothesis import strategies as st
 
-from lessonlib import weights as W
-from lessonlib.configs import config_names, load_config
+from lessonlib.models import weights as W
+from lessonlib.models.configs import config_names, load_config
 
 torch = optional("torch")  # the HuggingFace oracle runs on torch: those tests need it
 if torch is not None:

@@ -1,4 +1,4 @@
-"""lessonlib.gguf_file: a GGUF written as llama.cpp's converter writes it reads back as the config
+"""lessonlib.models.gguf: a GGUF written as llama.cpp's converter writes it reads back as the config
 llama.cpp runs, and gives the report the config gives (for llama.cpp)."""
 import math
 import os
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from lessonlib import gguf_file as gf
+from lessonlib.models import gguf as gf
 from lessonlib import inspect_model as im
 from lessonlib import kv_cache as kc
 from lessonlib import rope
-from lessonlib.configs import load_config
+from lessonlib.models.configs import load_config
 
 from _bad import Case, DELETE, bad_input_tests, ints
 

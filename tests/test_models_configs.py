@@ -1,4 +1,4 @@
-"""lessonlib.configs: the real models' config.json files, loaded by exact name."""
+"""lessonlib.models.configs: the real models' config.json files, loaded by exact name."""
 import json
 import pathlib
 
@@ -6,7 +6,7 @@ import pytest
 from _bad import Case, bad_input_tests, texts
 from hypothesis import strategies as st
 
-from lessonlib.configs import config_dict, config_from_text, config_names, load_config
+from lessonlib.models.configs import config_dict, config_from_text, config_names, load_config
 
 
 def test_every_name_loads_a_fresh_dict():
@@ -45,7 +45,7 @@ def test_an_unknown_name_lists_the_names_and_a_near_miss(name, near):
 def test_config_dict_loads_a_name_or_copies_a_dict():
     """The one reader of "a config name or a config.json dict" (every widget factory's)."""
     assert config_dict("Gemma-3-27B") == json.loads(
-        (pathlib.Path(__file__).parents[1] / "lessonlib/configs/Gemma-3-27B.json").read_text())
+        (pathlib.Path(__file__).parents[1] / "lessonlib/models/configs/Gemma-3-27B.json").read_text())
     given = {"num_hidden_layers": 2, "head_dim": 8}
     copy = config_dict(given)
     assert copy == given and copy is not given
@@ -66,7 +66,7 @@ def test_config_dict_errors_name_the_argument(config, name, says):
 
 @pytest.mark.parametrize("name", ["Llama-3.1-8B", "gpt-oss-20b", "DeepSeek-V3"])
 def test_config_from_text_reads_the_shipped_files(name):
-    text = (pathlib.Path(__file__).parent.parent / "lessonlib" / "configs" / f"{name}.json").read_text()
+    text = (pathlib.Path(__file__).parent.parent / "lessonlib" / "models" / "configs" / f"{name}.json").read_text()
     assert config_from_text(text) == load_config(name)
 
 

@@ -50,11 +50,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as check
-from . import kv_cache as kc
-from . import rope
+from .. import _validate as check
+from .. import kv_cache as kc
+from .. import rope
+from . import int_key, text_config
 from .configs import config_dict
-from .models import int_key, text_config
 
 __all__ = ["read_gguf", "write_gguf", "write_model_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
 

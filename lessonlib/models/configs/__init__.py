@@ -1,6 +1,6 @@
 """Real models' config.json files (facts copied from their published configs), loaded by name.
 
-    >>> from lessonlib.configs import load_config, config_names
+    >>> from lessonlib.models.configs import load_config, config_names
     >>> load_config("Llama-3.1-8B")["rope_theta"]
     500000.0
 
@@ -12,7 +12,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from .. import _validate as check
+from ... import _validate as check
 
 __all__ = ["config_names", "load_config", "config_dict", "config_from_text"]
 
