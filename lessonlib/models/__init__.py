@@ -41,7 +41,7 @@ from typing import Mapping
 
 from .. import _validate as check
 
-__all__ = ["Model", "load_model", "text_config", "int_key"]
+__all__ = ["Model", "load_model", "as_model", "text_config", "int_key"]
 
 
 def text_config(config):
@@ -65,51 +65,66 @@ def _read_only(*_, **__):
     raise TypeError("a Model is read-only: build another with load_model(dict(model) | {...})")
 
 
-@dataclass(frozen=True)
-class _Facts:
-    name: str
-    shape: object
-    windows: tuple
-    llamacpp_windows: tuple
-    mla: bool
-    scaling: object
-    weights: object
-    params_note: object
+def _weights(model):
+    """(``Weights``, None), or (None, why not) where lessonlib does not count the architecture."""
+    def count():
+        from .weights import weight_bytes
+        try:
+            return weight_bytes(dict(model)), None
+        except ValueError as err:
+            return None, str(err)
+    return model.memo("weights", count)
 
-    @property
-    def params(self):
-        return None if self.weights is None else self.weights.params
 
-    @property
-    def dtype(self):
-        return None if self.weights is None else self.weights.dtype
+# Each fact of a Model: read from its config on first use, then kept (``Model.memo``). The
+# readers get a plain dict: given the Model itself they would return its fact.
+_FACTS = {
+    "shape": lambda c: _kv_cache().model_shape(dict(c)),
+    "windows": lambda c: tuple(_kv_cache().layer_windows(dict(c))),
+    "llamacpp_windows": lambda c: tuple(_kv_cache().llamacpp_layer_windows(dict(c))),
+    "mla": lambda c: text_config(c).get("kv_lora_rank") is not None,
+    "scaling": lambda c: _rope().scaling_parameters(dict(text_config(c))),
+    "weights": lambda c: _weights(c)[0],
+    "params_note": lambda c: _weights(c)[1],
+    "params": lambda c: None if c.weights is None else c.weights.params,
+    "dtype": lambda c: None if c.weights is None else c.weights.dtype,
+}
+_CHECKED = ("shape", "windows", "llamacpp_windows", "scaling")  # what load_model reads at once
+
+
+def _kv_cache():
+    from .. import kv_cache
+    return kv_cache
+
+
+def _rope():
+    from .. import rope
+    return rope
 
 
 class Model(dict):
     """A config.json, read once (see the module docstring). Build it with ``load_model``.
 
-    A read-only dict: writing to it raises TypeError. ``memo(key, compute)`` keeps what
-    compute derives from the config alone (``kv_cache.kv_cell_bytes``,
-    ``kv_cache.vllm_kv_cache_groups``), so ``kv_cache``'s readers given a Model use what it
-    read."""
+    A read-only dict: writing to it raises TypeError. Each fact (``shape``, ``windows``, ...) is
+    read from the config on first use and kept; ``memo(key, compute)`` keeps what compute derives
+    from the config alone (``kv_cache.kv_cell_bytes``, ``kv_cache.vllm_kv_cache_groups``), so
+    compute given a Model uses what it read."""
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
     __ior__ = _read_only
 
-    def __init__(self, config, facts):
+    def __init__(self, config, name):
         super().__init__(config)
-        object.__setattr__(self, "_facts", facts)
+        object.__setattr__(self, "name", name)
         object.__setattr__(self, "_memo", {})
 
     def __setattr__(self, key, value):
         _read_only()
 
     def __getattr__(self, key):
-        facts = object.__getattribute__(self, "_facts")
-        try:
-            return getattr(facts, key)
-        except AttributeError:
-            raise AttributeError(f"a Model has no {key!r}") from None
+        if key not in _FACTS:
+            raise AttributeError(f"a Model has no {key!r}")
+        return self.memo(("fact", key), lambda: _FACTS[key](self))
 
     def memo(self, key, compute):
         """``compute()``, once per Model and ``key``: what compute derives from the config alone
@@ -127,6 +142,9 @@ class Model(dict):
     def __reduce__(self):
         return (load_model, (dict(self),), {"name": self.name})
 
+    def __setstate__(self, state):
+        object.__setattr__(self, "name", state["name"])
+
     def __copy__(self):
         return self
 
@@ -134,19 +152,14 @@ class Model(dict):
         return self
 
 
-def _read(config, name):
-    from .. import kv_cache, rope
-    from . import weights
-    shape = kv_cache.model_shape(config)
-    windows = tuple(kv_cache.layer_windows(config))
-    llamacpp = tuple(kv_cache.llamacpp_layer_windows(config))
-    scaling = rope.scaling_parameters(text_config(config))
-    try:
-        w, note = weights.weight_bytes(config), None
-    except ValueError as err:
-        w, note = None, str(err)
-    mla = text_config(config).get("kv_lora_rank") is not None
-    return _Facts(name, shape, windows, llamacpp, mla, scaling, w, note)
+def as_model(config):
+    """``config`` as a ``Model``: a Model as it is, a config.json dict wrapped as it is (not
+    copied, not checked here: each fact is read, and checked, when compute first asks for it).
+    Compute functions call it once at their boundary; a notebook calls ``load_model``."""
+    if isinstance(config, Model):
+        return config
+    text_config(config)  # not a dict: the error names config
+    return Model(config, str(config.get("model_type") or "model"))
 
 
 def load_model(source, *, name=None):
@@ -174,4 +187,7 @@ def load_model(source, *, name=None):
 
 
 def _build(config, name):
-    return Model(config, _read(config, name))
+    model = Model(config, name)
+    for fact in _CHECKED:  # a config that cannot be read fails here, once, naming its key
+        getattr(model, fact)
+    return model
