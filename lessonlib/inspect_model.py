@@ -23,7 +23,7 @@ from . import kv_cache as kc
 from . import rope
 from ._validate import positive_int
 from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
-from .models import text_config
+from .models import as_model, text_config
 from .traffic import format_bytes
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
@@ -710,4 +710,4 @@ def format_report(rep):
 
 def _dense(cfg):
     """True when llamacpp_compute_phases models the config (no experts)."""
-    return kc._experts_key(text_config(cfg)) is None
+    return as_model(cfg).experts_key is None

@@ -35,7 +35,9 @@ import numpy as np
 from . import _validate as check
 from ._validate import non_negative_int, positive_int
 
-from .models import Model, int_key, text_config
+from .models import Model, as_model
+from .models.shape import (LLAMACPP_NO_SWA, ModelShape, head_dims, kv_heads, layer_windows, layers,
+                           llamacpp_layer_windows, model_shape, query_heads, swa_pattern)
 from .traffic import GIB, MIB, score_slice_bytes
 
 __all__ = [
@@ -57,133 +59,16 @@ __all__ = [
 LLAMACPP_SWA_PAD = 256  # llama-kv-cache-iswa.cpp pads the SWA cache to a multiple of 256 cells
 LLAMACPP_CTX_PAD = 256  # llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)
 
-# Model types whose llama.cpp architecture runs every layer as global, whatever config.json says
-# about windows: the loader (src/models/<arch>.cpp) reads no sliding window, or turns it off.
-LLAMACPP_NO_SWA = {
-    "llama": "the llama architecture reads no sliding window",
-    "mistral": "its converter writes it as the llama architecture, which reads no sliding "
-               "window: Mistral-7B-v0.1's W = 4096 is not applied",
-    "qwen2": "the qwen2 architecture reads no sliding window (use_sliding_window is not converted)",
-    "phi3": "the phi3 loader reads sliding_window and switches it off ('Phi SWA is currently "
-            "disabled')",
-}
-"""{model_type: why} of the model types whose llama.cpp architecture runs no sliding window,
-whatever config.json says: llama, mistral (Mistral-7B-v0.1 converts to the llama architecture
-and loses its W = 4096), qwen2, phi3 (its loader switches the window off)."""
-
-
-# --------------------------------------------------------------------------- config reading
-
-def _kv_heads(cfg):
-    """h_kv, checked against h_q where the config gives both. GQA lets each KV head serve a
-    group of h_q / h_kv query heads, so h_kv must divide h_q (and be at most h_q): HuggingFace's
-    ``repeat_kv`` copies each KV head ``num_attention_heads // num_key_value_heads`` times, and
-    vLLM's ``Attention`` asserts ``num_heads % num_kv_heads == 0``."""
-    h_q = None if cfg.get("num_attention_heads") is None else int_key(cfg, "num_attention_heads")
-    if cfg.get("num_key_value_heads") is None:
-        if h_q is None:
-            raise ValueError("config is missing 'num_key_value_heads' (and 'num_attention_heads')")
-        return h_q  # HuggingFace: None means MHA
-    h_kv = int_key(cfg, "num_key_value_heads")
-    if h_q is not None and h_kv > h_q:
-        raise ValueError(f"num_key_value_heads must be <= num_attention_heads={h_q} (each KV head "
-                         f"serves a group of query heads), got {h_kv}")
-    if h_q is not None and h_q % h_kv:
-        raise ValueError(f"num_key_value_heads must divide num_attention_heads={h_q} (GQA: each KV "
-                         f"head serves num_attention_heads // num_key_value_heads query heads), "
-                         f"got {h_kv}")
-    return h_kv
-
-
-def _head_dim(cfg):
-    if cfg.get("head_dim") is not None:
-        return int_key(cfg, "head_dim")
-    if cfg.get("hidden_size") is None or cfg.get("num_attention_heads") is None:
-        raise ValueError("config is missing 'head_dim' (and 'hidden_size'/'num_attention_heads' "
-                         "to derive it)")
-    hidden, heads = int_key(cfg, "hidden_size"), int_key(cfg, "num_attention_heads")
-    if hidden % heads:
-        raise ValueError(f"config 'hidden_size' {hidden} is not divisible by "
-                         f"'num_attention_heads' {heads}; give 'head_dim'")
-    return hidden // heads
-
-
-def _head_dims(cfg):
-    """(d_k, d_v): the widths of one head's key (and query) and value. MLA-shaped configs
-    (DeepSeek) give them apart: keys qk_nope + qk_rope wide, values v_head_dim; every other
-    model has one d_h for both (``_head_dim``)."""
-    if cfg.get("qk_nope_head_dim") is not None:
-        return (int_key(cfg, "qk_nope_head_dim") + int_key(cfg, "qk_rope_head_dim"),
-                int_key(cfg, "v_head_dim"))
-    d_h = _head_dim(cfg)
-    return d_h, d_h
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """A model's attention shape, read from its config.json by ``model_shape``.
-
-    layers      L, ``num_hidden_layers``
-    heads       h_q, ``num_attention_heads`` (query heads)
-    kv_heads    h_kv, ``num_key_value_heads`` (h_q when absent, as in HuggingFace); divides h_q
-    head_dim    d_h of a query and key head: ``head_dim``, else ``hidden_size /
-                num_attention_heads``; ``qk_nope_head_dim + qk_rope_head_dim`` for MLA
-    v_head_dim  d_v of a value head: d_h, or ``v_head_dim`` for MLA
-    q_dim       h_q x d_h, the width of Q: the ``q_dim`` of the attention FLOPs 2 n^2 q_dim L
-    kv_dim      h_kv x d_h, the width of K (an MLA cache stores its latent instead:
-                ``kv_bytes_per_token``)
-    """
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    v_head_dim: int
-
-    @property
-    def q_dim(self):
-        """heads x head_dim, the width of Q."""
-        return self.heads * self.head_dim
-
-    @property
-    def kv_dim(self):
-        """kv_heads x head_dim, the width of K."""
-        return self.kv_heads * self.head_dim
-
-
-def model_shape(config):
-    """The attention shape of a config.json dict (a multimodal one's ``text_config``).
-
-    Llama-3.1-8B: 32 layers, 32 query heads, 8 KV heads, d_h = 4096 / 32 = 128, q_dim 4,096;
-    DeepSeek-V3: 61 layers, 128 heads of 128 + 64 (keys) and 128 (values). Every key is read
-    as ``kv_bytes_per_token`` reads it, with its errors (a missing or non-integer key, a head
-    count that does not divide, a ``hidden_size`` that is no multiple of the heads), which
-    name the config key. RoPE's rotary dim is ``rope.rotary_dim(config)``: it depends on the
-    rope parameters and, for some models, on the layer type. A ``models.Model`` gives the
-    shape it read once. Returns a ``ModelShape``.
-
-    The one place widgets, checks, plots and notebooks get a head dim or a ``q_dim`` from:
-    tests/test_layers.py fails on config-key arithmetic in those layers.
-    """
-    if isinstance(config, Model):
-        return config.shape
-    cfg = text_config(config)
-    layers = int_key(cfg, "num_hidden_layers")
-    heads = int_key(cfg, "num_attention_heads")
-    kv_heads = _kv_heads(cfg)
-    d_k, d_v = _head_dims(cfg)
-    return ModelShape(layers, heads, kv_heads, d_k, d_v)
-
-
 def kv_bytes_per_token_per_layer(config, dtype_bytes=2):
     """Bytes one layer caches for one token: one llama.cpp cell, one vLLM block slot."""
-    cfg = text_config(config)
+    model = as_model(config)
     dtype_bytes = positive_int("dtype_bytes", dtype_bytes)
-    if cfg.get("kv_lora_rank") is not None:  # MLA: latent c plus the shared RoPE key
-        return (int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")) * dtype_bytes
-    h_kv = _kv_heads(cfg)
+    if model.latent is not None:  # MLA: latent c plus the shared RoPE key
+        return model.latent.width * dtype_bytes
+    h_kv = kv_heads(model)
     # an MLA-shaped model run without the latent (notebook 05's "same model as MHA") has
     # keys qk_nope + qk_rope wide and values v_head_dim wide
-    d_k, d_v = _head_dims(cfg)
+    d_k, d_v = head_dims(model)
     return h_kv * (d_k + d_v) * dtype_bytes
 
 
@@ -230,12 +115,11 @@ def kv_cell_bytes(config, kv_type="f16"):
     kind = KV_TYPES[check.choice("kv_type", kv_type, KV_TYPES)]
     if isinstance(config, Model):
         return config.memo(("kv_cell_bytes", kind.name), lambda: kv_cell_bytes(dict(config), kv_type))
-    cfg = text_config(config)
-    if cfg.get("kv_lora_rank") is not None:
-        n = int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")
-        return kind.row_bytes(n, "kv_lora_rank + qk_rope_head_dim")
-    h_kv = _kv_heads(cfg)
-    d_k, d_v = _head_dims(cfg)
+    model = as_model(config)
+    if model.latent is not None:
+        return kind.row_bytes(model.latent.width, "kv_lora_rank + qk_rope_head_dim")
+    h_kv = kv_heads(model)
+    d_k, d_v = head_dims(model)
     return (kind.row_bytes(h_kv * d_k, "num_key_value_heads x head_dim (K)")
             + kind.row_bytes(h_kv * d_v, "num_key_value_heads x head_dim (V)"))
 
@@ -246,119 +130,8 @@ def kv_bytes_per_token(config, dtype_bytes=2):
     ``2 * L * h_kv * d_h * dtype_bytes`` for MHA/GQA/MQA; ``L * (kv_lora_rank +
     qk_rope_head_dim) * dtype_bytes`` for MLA. Llama-3-8B: 131,072 (128 KiB); DeepSeek-V3: 70,272.
     """
-    cfg = text_config(config)
-    return int_key(cfg, "num_hidden_layers") * kv_bytes_per_token_per_layer(cfg, dtype_bytes)
-
-
-def swa_pattern(n, n_layers):
-    """llama.cpp's ``set_swa_pattern(n)``: layer ``il`` is local (sliding) when ``il % n < n - 1``.
-
-    Returns a bool array, True for local layers. ``n = 6`` gives LLLLLG LLLLLG ...; ``n = 1``
-    gives no local layer. The edge cases are llama.cpp's (src/llama-hparams.cpp, whose header
-    says "if n_pattern == 0, all layers are SWA"): ``n = 0`` makes every layer local, and so
-    does any ``n > n_layers``, since ``il % n = il < n - 1`` for every layer (HuggingFace's
-    ``(i + 1) % n != 0`` rule for ``sliding_window_pattern`` gives the same).
-    """
-    n, n_layers = non_negative_int("n", n), positive_int("n_layers", n_layers)
-    il = np.arange(n_layers)
-    if n == 0:
-        return np.ones(n_layers, dtype=bool)
-    return il % n < n - 1
-
-
-_LAYER_TYPES = ("sliding_attention", "full_attention")  # the two layer_types entries read here
-
-
-def _window(cfg):
-    """``sliding_window`` W, checked wherever the config gives it (None when null or absent)."""
-    if cfg.get("sliding_window") is None:
-        return None
-    return int_key(cfg, "sliding_window")
-
-
-def _use_sliding_window(cfg):
-    """Qwen2's switch: true, false or absent. HuggingFace's strict Qwen2Config refuses anything
-    else ("false", 0 or null): ``if`` would read "false" as true, and 0 as a silent false."""
-    if "use_sliding_window" not in cfg:
-        return None
-    return check.flag("use_sliding_window", cfg["use_sliding_window"])
-
-
-def _from_layer_types(types, n_layers):
-    if not isinstance(types, (list, tuple)):
-        raise ValueError(f"config 'layer_types' must be a list of num_hidden_layers={n_layers} "
-                         f"entries, got {check.describe(types)}")
-    if len(types) != n_layers:
-        raise ValueError(f"config 'layer_types' must list num_hidden_layers={n_layers} "
-                         f"entries, got {len(types)}")
-    unknown = [t for t in types if not isinstance(t, str) or t not in _LAYER_TYPES]
-    if unknown:
-        raise ValueError(f"config 'layer_types' has unsupported entries {unknown[:3]!r}; "
-                         "expected 'sliding_attention' or 'full_attention'")
-    return [t == "sliding_attention" for t in types]
-
-
-def _local_layers(cfg, n_layers, use_sliding_window):
-    """True per sliding layer by the first rule the config gives, or None when it gives none."""
-    if cfg.get("layer_types") is not None:
-        return _from_layer_types(cfg["layer_types"], n_layers)
-    if cfg.get("sliding_window_pattern") is not None:
-        # >= 1: HuggingFace's configs divide by it ((i + 1) % n; 0 is a ZeroDivisionError)
-        return swa_pattern(int_key(cfg, "sliding_window_pattern"), n_layers).tolist()
-    if use_sliding_window and cfg.get("max_window_layers") is not None:
-        m = int_key(cfg, "max_window_layers", minimum=0)
-        return [il >= m for il in range(n_layers)]  # m >= n_layers: none (HuggingFace's rule)
-    if cfg.get("sliding_window") is not None:
-        return [True] * n_layers
-    return None
-
-
-def layer_windows(config):
-    """The window of every layer: a list with ``None`` for global layers and ``W`` for local ones.
-
-    Read in this order (the first that applies wins):
-      ``use_sliding_window: false``   no windows at all (Qwen2); it must be true, false or
-                                      absent ("false" or 0 is an error, as in HuggingFace)
-      ``layer_types``                 "sliding_attention" / "full_attention" per layer (Gemma 3,
-                                      gpt-oss); must list exactly ``num_hidden_layers`` entries
-      ``sliding_window_pattern`` n    llama.cpp's rule, local when ``il % n < n - 1`` (n >= 1;
-                                      n > num_hidden_layers makes every layer local)
-      ``max_window_layers`` m         with ``use_sliding_window: true``: layers ``il >= m`` (Qwen2;
-                                      m >= num_hidden_layers leaves none)
-      ``sliding_window`` W            every layer windowed (Mistral-7B-v0.1); null: none
-    ``sliding_window``, when given, must be an integer >= 1 whether or not a layer uses it, and
-    ``layer_types``, when given, must list known types whether or not it is read.
-    A ``models.Model`` gives the windows it read once.
-    """
-    if isinstance(config, Model):
-        return list(config.windows)
-    cfg = text_config(config)
-    n_layers = int_key(cfg, "num_hidden_layers")
-    use_sliding_window = _use_sliding_window(cfg)
-    W = _window(cfg)
-    if cfg.get("layer_types") is not None:  # checked even where no window applies
-        _from_layer_types(cfg["layer_types"], n_layers)
-    if use_sliding_window is False:
-        return [None] * n_layers
-    local = _local_layers(cfg, n_layers, use_sliding_window)
-    if local is None or not any(local):
-        return [None] * n_layers
-    if W is None:
-        raise ValueError("config has sliding-window layers but no 'sliding_window' size")
-    return [W if is_local else None for is_local in local]
-
-
-def llamacpp_layer_windows(config):
-    """``layer_windows`` as llama.cpp runs the model: every layer global for the model types in
-    ``LLAMACPP_NO_SWA`` (Mistral-7B-v0.1, Qwen2, Phi-3: their llama.cpp loaders read no window
-    or switch it off), else as ``layer_windows`` reads the config (Gemma 2/3, gpt-oss, and
-    configs without a model_type)."""
-    if isinstance(config, Model):
-        return list(config.llamacpp_windows)
-    windows = layer_windows(config)
-    if str(text_config(config).get("model_type", "")) in LLAMACPP_NO_SWA:
-        return [None] * len(windows)
-    return windows
+    model = as_model(config)
+    return layers(model) * kv_bytes_per_token_per_layer(model, dtype_bytes)
 
 
 # --------------------------------------------------------------------------- engine rules
@@ -775,10 +548,10 @@ def llamacpp_compute_buffer(config, n_ctx, n_ubatch, *, flash_attn):
     (8 heads, 151,936-token vocabulary) at -c 65536: scores 256 / 1024 MiB and logits
     74.19 / 296.75 MiB at -ub 128 / 512.
     """
-    cfg = text_config(config)
+    model = as_model(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, n_ubatch = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
-    heads, vocab = int_key(cfg, "num_attention_heads"), int_key(cfg, "vocab_size")
+    heads, vocab = query_heads(model), model.vocab_size
     scores = 0 if flash_attn else score_slice_bytes(n_ubatch, n_ctx, heads=heads, bytes_per_score=4)
     mask = 0 if flash_attn else n_ubatch * n_ctx * 4
     return ComputeBuffer(n_ctx, n_ubatch, flash_attn, scores, mask, n_ubatch * vocab * 4)
@@ -818,27 +591,20 @@ class ComputePhases:
         return max(self.attention_bytes, self.ffn_bytes, self.output_bytes)
 
 
-def _experts_key(cfg):
-    """The key that gives a text config experts (``num_local_experts``, ``n_routed_experts``),
-    or None for a dense model."""
-    return next((k for k in ("num_local_experts", "n_routed_experts") if cfg.get(k)), None)
-
-
 def llamacpp_compute_phases(config, n_ctx, n_ubatch, *, flash_attn):
     """``ComputePhases`` of a dense decoder (no experts) at ``-c n_ctx -ub n_ubatch``, one
     sequence: n_kv is the cache's cells, ``pad(n_ctx, 256)``. Reads the attention shape,
     ``hidden_size``, ``intermediate_size`` and ``vocab_size``; a config with experts
     (``num_local_experts``, ``n_routed_experts``) is an error naming the key."""
-    cfg = text_config(config)
+    model = as_model(config)
     flash_attn = check.flag("flash_attn", flash_attn)
     n_ctx, ub = positive_int("n_ctx", n_ctx), positive_int("n_ubatch", n_ubatch)
-    key = _experts_key(cfg)
+    key = model.experts_key
     if key is not None:
         raise ValueError(f"config.{key}: llamacpp_compute_phases models dense feed-forward "
                          f"layers, not experts")
-    shape = model_shape(cfg)
-    hidden, ff = int_key(cfg, "hidden_size"), int_key(cfg, "intermediate_size")
-    vocab = int_key(cfg, "vocab_size")
+    shape = model.shape
+    hidden, ff, vocab = model.hidden_size, model.intermediate_size, model.vocab_size
     n_kv = _pad(n_ctx, LLAMACPP_CTX_PAD)
     q = ub * shape.heads * shape.head_dim * 4
     out = ub * shape.heads * shape.v_head_dim * 4
@@ -929,7 +695,7 @@ def llamacpp_compute_reserve(config, n_ctx, n_ubatch=512):
     model, ``llamacpp_compute_buffer``'s estimate (its two largest temporaries) for one with
     experts, whose feed-forward block the phases do not model. ``inspect``'s budget and
     notebook 05's budget figure both use it."""
-    if _experts_key(text_config(config)) is None:
+    if as_model(config).experts_key is None:
         return llamacpp_compute_phases(config, n_ctx, n_ubatch, flash_attn=True).lower_bound_bytes
     return llamacpp_compute_buffer(config, n_ctx, n_ubatch, flash_attn=True).estimate_bytes
 

@@ -9,15 +9,21 @@ file into a ``Model``, which checks the config and keeps what the lessons read f
     500000.0
 
 A ``Model`` is a read-only dict of the config.json (so every function of lessonlib that takes a
-config takes it unchanged) carrying what is read from it once, at construction:
+config takes it unchanged) carrying the facts compute reads from it, each read on first use and
+kept:
 
     name               what it is called: the shipped config's name, the GGUF file's stem, or
                        the name given (else the config's ``model_type``)
-    shape              ``kv_cache.ModelShape``: layers, query heads, KV heads, head dim
-    windows            ``kv_cache.layer_windows``: None per global layer, W per sliding one
-    llamacpp_windows   the same as llama.cpp runs the model (``kv_cache.llamacpp_layer_windows``)
-    mla                True for a multi-head latent attention model (``kv_lora_rank``: DeepSeek),
-                       which caches one latent per token instead of KV heads
+    shape              ``shape.ModelShape``: layers, query heads, KV heads, head dims
+    windows            ``shape.layer_windows``: None per global layer, W per sliding one
+    llamacpp_windows   the same as llama.cpp runs the model (``shape.llamacpp_layer_windows``)
+    latent             MLA's ``shape.Latent`` (``kv_lora_rank``: DeepSeek), None without one
+    mla                True for a multi-head latent attention model, which caches one latent
+                       per token instead of KV heads
+    model_type         the config's ``model_type`` ("" without one)
+    vocab_size, hidden_size, intermediate_size   as the config gives them, checked on use
+    experts_key        the key giving the model experts (``num_local_experts``,
+                       ``n_routed_experts``), None for a dense model
     scaling            ``rope.ScalingParameters`` of the (global layers') RoPE
     weights            ``weights.Weights``: the parameter count and bytes as the checkpoint
                        stores them, or None where lessonlib does not count the architecture;
@@ -26,13 +32,17 @@ config takes it unchanged) carrying what is read from it once, at construction:
     dtype              the torch dtype of the checkpoint's unquantized tensors
                        (``weights.Weights.dtype``), None where ``params`` is
 
-A config that cannot be read fails here, once, with the error naming its key: the figure and
-the readout of a widget given a ``Model`` never meet a malformed config. A widget factory takes
-the ``Model`` (or a name or dict, turned into one) that the notebook cell built, and names it in
-its legend and readout.
+``load_model`` reads the shape, the windows and the scaling at once: a config that cannot be
+read fails there, once, with the error naming its key, so the figure and the readout of a widget
+given a ``Model`` never meet a malformed config. A widget factory takes the ``Model`` (or a name
+or dict, turned into one) that the notebook cell built, and names it in its legend and readout.
+Compute functions take a config dict or a Model: ``as_model`` wraps a dict at their boundary.
 
-``text_config`` and ``int_key`` are the two readers every config-reading module shares: the
-language model's part of a multimodal config, and one integer key checked with its name.
+This package is the one place config.json keys are read (tests/test_layers.py holds every other
+module to it): ``shape`` (attention shape, windows, MLA latent, dimensions), ``rope`` (the RoPE
+parameters), ``weights`` (the parameter count), ``configs`` (the shipped files), ``gguf`` (GGUF
+files). ``text_config`` and ``int_key`` are the readers they share: the language model's part of
+a multimodal config, and one integer key checked with its name.
 """
 import copy
 from dataclasses import dataclass
@@ -79,10 +89,16 @@ def _weights(model):
 # Each fact of a Model: read from its config on first use, then kept (``Model.memo``). The
 # readers get a plain dict: given the Model itself they would return its fact.
 _FACTS = {
-    "shape": lambda c: _kv_cache().model_shape(dict(c)),
-    "windows": lambda c: tuple(_kv_cache().layer_windows(dict(c))),
-    "llamacpp_windows": lambda c: tuple(_kv_cache().llamacpp_layer_windows(dict(c))),
-    "mla": lambda c: text_config(c).get("kv_lora_rank") is not None,
+    "shape": lambda c: _shape().model_shape(dict(c)),
+    "windows": lambda c: tuple(_shape().layer_windows(dict(c))),
+    "llamacpp_windows": lambda c: tuple(_shape().llamacpp_layer_windows(dict(c))),
+    "latent": lambda c: _shape().latent(dict(c)),
+    "mla": lambda c: c.latent is not None,
+    "model_type": lambda c: _shape().model_type(c),
+    "vocab_size": lambda c: _shape().int_dimension(c, "vocab_size"),
+    "hidden_size": lambda c: _shape().int_dimension(c, "hidden_size"),
+    "intermediate_size": lambda c: _shape().int_dimension(c, "intermediate_size"),
+    "experts_key": lambda c: _shape().experts_key(c),
     "scaling": lambda c: _rope().scaling_parameters(dict(text_config(c))),
     "weights": lambda c: _weights(c)[0],
     "params_note": lambda c: _weights(c)[1],
@@ -92,9 +108,9 @@ _FACTS = {
 _CHECKED = ("shape", "windows", "llamacpp_windows", "scaling")  # what load_model reads at once
 
 
-def _kv_cache():
-    from .. import kv_cache
-    return kv_cache
+def _shape():
+    from . import shape
+    return shape
 
 
 def _rope():
