@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from . import _validate as check
 from . import kv_cache as kc
+from .models.rope import llama_cpp_rope_arguments as rope_arguments
 
 __all__ = ["available", "allocations", "logits", "parse_log", "lessonlib_caches", "load_results",
            "rope_arguments", "Session", "EngineCache",
@@ -287,45 +288,6 @@ def load_results():
     from importlib import resources
     return json.loads(resources.files("lessonlib").joinpath(
         "data", "llamacpp_results.json").read_text())
-
-
-# llama.cpp's rope_scaling_type values (llama.h, enum llama_rope_scaling_type)
-_ROPE_SCALING_TYPES = {"none": 0, "linear": 1, "yarn": 2}
-
-
-def rope_arguments(rope_scaling, original_max_position_embeddings=None):
-    """llama.cpp's own context parameters for a config.json ``rope_scaling`` dict (``logits``'
-    and ``Session``'s ``**rope``): None -> none (what the file says); linear factor s ->
-    ``rope_freq_scale = 1 / s``; yarn -> ``rope_scaling_type`` 2, ``rope_freq_scale = 1 / s``,
-    ``yarn_orig_ctx`` (the block's original_max_position_embeddings, else the argument; neither
-    is an error), ``yarn_beta_fast`` / ``yarn_beta_slow`` where given, and ``yarn_attn_factor``
-    = the block's attention_factor divided by llama.cpp's own ``0.1 ln s + 1`` where one is
-    given (llama.cpp multiplies the two). Another rope_type has no llama.cpp parameter: an
-    error. None gives {}."""
-    import math
-    if rope_scaling is None:
-        return {}
-    if not isinstance(rope_scaling, dict):
-        raise ValueError(f"rope_scaling must be a dict or None, got {check.describe(rope_scaling)}")
-    kind = rope_scaling.get("rope_type", rope_scaling.get("type"))
-    factor = check.real("rope_scaling.factor", rope_scaling.get("factor"), minimum=1.0)
-    if kind == "linear":
-        return {"rope_freq_scale": 1.0 / factor}
-    if kind != "yarn":
-        raise ValueError(f"rope_scaling.rope_type {kind!r} has no llama.cpp context parameter "
-                         f"here (linear and yarn do)")
-    orig = rope_scaling.get("original_max_position_embeddings", original_max_position_embeddings)
-    out = {"rope_scaling_type": _ROPE_SCALING_TYPES["yarn"], "rope_freq_scale": 1.0 / factor,
-           "yarn_orig_ctx": check.integer("rope_scaling.original_max_position_embeddings", orig,
-                                          minimum=1)}
-    for key, arg in (("beta_fast", "yarn_beta_fast"), ("beta_slow", "yarn_beta_slow")):
-        if rope_scaling.get(key) is not None:
-            out[arg] = check.real(f"rope_scaling.{key}", rope_scaling[key])
-    if rope_scaling.get("attention_factor") is not None:
-        wanted = check.real("rope_scaling.attention_factor", rope_scaling["attention_factor"],
-                            above=0.0)
-        out["yarn_attn_factor"] = wanted / (0.1 * math.log(factor) + 1.0)
-    return out
 
 
 class Session:

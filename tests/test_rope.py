@@ -12,6 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lessonlib import rope as R
+from lessonlib.models import rope as MR
 from lessonlib.models.configs import load_config
 
 torch = optional("torch")  # the HuggingFace oracle runs on torch: those tests need it
@@ -1145,7 +1146,7 @@ def test_every_shipped_config_loads():
             assert np.all(inv > 0) and af > 0
             R.rope_parameters(c, layer_type=layer_type)
             R.rope_cos_sin(c, 8, layer_type=layer_type)
-        if any(c.get(k) for k in R._MAX_LEN_KEYS):
+        if any(c.get(k) for k in MR._MAX_LEN_KEYS):
             assert R.derived_max_model_len(c) >= c.get("max_position_embeddings", 0) // 8
     head = {"head_dim": 128, "rope_theta": 10_000.0}
     notebook_08 = [{"rope_type": "linear", "factor": 4.0}, {"rope_type": "ntk", "factor": 4.0},
