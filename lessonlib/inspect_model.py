@@ -24,6 +24,8 @@ from . import rope
 from ._validate import positive_int
 from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZATION
 from .models import as_model, text_config
+from .models.describe import (config_warnings, gguf_rope_freqs, learned_sinks, llamacpp_n_ctx_train,
+                              max_position_embeddings, mla_dimensions, rope_layer_types)
 from .traffic import format_bytes
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
@@ -40,13 +42,6 @@ _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
           "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _CONTEXT_UNITS = {"": 1, "k": 2**10, "m": 2**20}
-
-# Model cards that document a rope_scaling block their config.json leaves out (the card says to
-# add it for long inputs): model_type -> (max_position_embeddings it applies to, the block).
-DOCUMENTED_SCALING = {
-    "qwen2": (32768, {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}),
-}
-
 
 def parse_size(text, name="gpu_memory"):
     """Bytes of a size written with a unit: "24GiB", "80 GB", "24G" (G, GiB: 2**30; GB: 10**9).
@@ -114,11 +109,8 @@ def _pattern(windows):
 
 def _shape(cfg):
     shape = kc.model_shape(cfg)
-    text = text_config(cfg)
-    mla = None
-    if text.get("kv_lora_rank") is not None:
-        mla = {k: text.get(k) for k in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-                                        "qk_rope_head_dim", "v_head_dim")}
+    mla = mla_dimensions(cfg)
+    if mla is not None:
         kind = "MLA"
     elif shape.kv_heads == shape.heads:
         kind = "MHA"
@@ -131,22 +123,13 @@ def _shape(cfg):
             "queries_per_kv_head": shape.heads // shape.kv_heads, "attention": kind, "mla": mla}
 
 
-def _sinks(cfg):
-    """Learned attention sinks: gpt-oss has one logit per head (self_attn.sinks in its weights;
-    attn_sinks in a GGUF). The config has no key for them, so the model type tells."""
-    text = text_config(cfg)
-    if text.get("_gguf_sinks") is not None:
-        return bool(text["_gguf_sinks"])
-    return str(text.get("model_type", "")) == "gpt_oss"
-
-
 def _layers(cfg):
     windows = kc.layer_windows(cfg)
     sliding = [i for i, w in enumerate(windows) if w is not None]
     full = [i for i, w in enumerate(windows) if w is None]
     W = windows[sliding[0]] if sliding else None
     return {"sliding": sliding, "global": full, "window": W, "pattern": _pattern(windows),
-            "sinks": _sinks(cfg)}
+            "sinks": learned_sinks(cfg)}
 
 
 # --------------------------------------------------------------------------- caches
@@ -230,16 +213,6 @@ def _per_token(cfg, kv_types):
 
 # --------------------------------------------------------------------------- RoPE
 
-def _layer_types(cfg):
-    text = text_config(cfg)
-    rp = text.get("rope_parameters")
-    if isinstance(rp, dict) and rp and all(v is None or isinstance(v, dict) for v in rp.values()):
-        return [t for t, v in rp.items() if v is not None]
-    if text.get("rope_local_base_freq") is not None:
-        return ["full_attention", "sliding_attention"]
-    return [None]
-
-
 def _num(x):
     """500,000 for a whole float, else up to 6 significant digits."""
     return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:.6g}"
@@ -249,7 +222,6 @@ def _rope_words(cfg, layer_type):
     sp = rope.scaling_parameters(cfg, layer_type=layer_type)
     r, b, s, L0 = sp.rotary_dim, sp.base, sp.factor, sp.original_max
     pairs = r // 2
-    text = text_config(cfg)
     head = kc.model_shape(cfg).head_dim
     dims = f"{r} of {head} head dims" if r != head else f"all {head} head dims"
     base = f"base {_num(b)}, {dims} rotated ({pairs} pairs)"
@@ -273,7 +245,7 @@ def _rope_words(cfg, layer_type):
                      f"{s:g} (fewer than {sp.beta_slow:g} turn), a linear ramp between"
                      + ("" if sp.truncate else " (band ends not rounded: truncate false)"))
         lines.append(f"  attention factor (mscale) {sp.attention_factor:.4f} on cos and sin")
-        if text.get("model_type", "").startswith("deepseek") and sp.mscale_all_dim:
+        if as_model(cfg).model_type.startswith("deepseek") and sp.mscale_all_dim:
             m = rope.yarn_mscale(s, sp.mscale_all_dim)
             lines.append(f"  DeepSeek's attention also scales its softmax by (0.1 x "
                          f"mscale_all_dim x ln s + 1)^2 = {m * m:.4f}")
@@ -304,8 +276,8 @@ _NO_L0 = "original_max_position_embeddings is required"
 def _rope_freqs_words(cfg):
     """A GGUF's rope_freqs tensor: llama.cpp divides pair i's frequency by factor i (how its
     converter stores llama3 scaling, with no rope.scaling key)."""
-    f = np.asarray(text_config(cfg)["_gguf_rope_freqs"], dtype=np.float64)
-    sp = rope.scaling_parameters({k: v for k, v in cfg.items() if k != "_gguf_rope_freqs"})
+    f, plain = gguf_rope_freqs(cfg)
+    sp = rope.scaling_parameters(plain)
     top = float(f.max())
     kept, divided = int(np.sum(np.isclose(f, 1.0))), int(np.sum(np.isclose(f, top)))
     head = kc.model_shape(cfg).head_dim
@@ -325,10 +297,10 @@ def _rope_freqs_words(cfg):
 def _rope(cfg):
     """The words of each layer type's RoPE; a YaRN or longrope block without its trained length
     is reported (the warning says what HF and vLLM do instead), any other bad key raises."""
-    if text_config(cfg).get("_gguf_rope_freqs") is not None:
+    if gguf_rope_freqs(cfg)[0] is not None:
         return [_rope_freqs_words(cfg)]
     out = []
-    for lt in _layer_types(cfg):
+    for lt in rope_layer_types(cfg):
         try:
             out.append(_rope_words(cfg, lt))
         except ValueError as err:
@@ -343,9 +315,7 @@ def _rope(cfg):
 
 def _limits(cfg):
     text = text_config(cfg)
-    hf = text.get("max_position_embeddings")
-    out = {"hf_max_position_embeddings": None if hf is None else
-           check.integer("max_position_embeddings", hf, minimum=1)}
+    out = {"hf_max_position_embeddings": max_position_embeddings(cfg)}
     try:
         out["vllm_max_model_len"] = rope.vllm_max_model_len(text)
         out["vllm_derived_max_model_len"] = rope.derived_max_model_len(text)
@@ -355,31 +325,12 @@ def _limits(cfg):
         out["vllm_max_model_len"] = out["vllm_derived_max_model_len"] = None
     # llama.cpp: -c 0 takes n_ctx_train, the GGUF's context_length, which its converter writes
     # from max_position_embeddings; a longer -c runs, with a warning, as far as RoPE allows
-    out["llamacpp_n_ctx_train"] = text.get("_gguf_context_length", out["hf_max_position_embeddings"])
+    out["llamacpp_n_ctx_train"] = llamacpp_n_ctx_train(cfg)
     return out
 
 
 def _warnings(cfg, contexts, limits, layers):
-    text = text_config(cfg)
-    out = []
-    mt = str(text.get("model_type", ""))
-    doc = DOCUMENTED_SCALING.get(mt)
-    has_rope = bool(text.get("rope_scaling") or text.get("rope_parameters"))
-    if doc and not has_rope and text.get("max_position_embeddings") == doc[0]:
-        out.append(f"no rope_scaling: this family's model cards ({mt}) document adding "
-                   f"rope_scaling = {doc[1]} for inputs past {doc[0]:,} tokens; without it every "
-                   f"engine stops at {doc[0]:,}")
-    for where in ("rope_scaling", "rope_parameters"):
-        rp = text.get(where)
-        if isinstance(rp, dict) and (rp.get("rope_type") or rp.get("type")) in ("yarn", "longrope") \
-                and rp.get("original_max_position_embeddings") is None \
-                and text.get("original_max_position_embeddings") is None:
-            out.append(f"{where} has no original_max_position_embeddings: HF and vLLM take the "
-                       "trained length from max_position_embeddings, which a long-context "
-                       "config has often already raised")
-    if text.get("use_sliding_window") is False and text.get("sliding_window") is not None:
-        out.append(f"sliding_window = {text['sliding_window']:,} is switched off by "
-                   "use_sliding_window: false: every layer attends to the whole context")
+    out = config_warnings(cfg)
     W = layers["window"]
     top = max(v for v in limits.values() if v is not None) if any(
         v is not None for v in limits.values()) else None
@@ -524,7 +475,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                              f"({', '.join(engines)}); it exists in "
                              + ", ".join(e for e in kc.KV_TYPES[t].engines if e != "ideal"))
     shape, layers = _shape(cfg), _layers(cfg)
-    out = {"source": dict(source or {}), "model_type": text_config(cfg).get("model_type"),
+    out = {"source": dict(source or {}), "model_type": as_model(cfg).model_type or None,
            "shape": shape, "layers": layers, "kv_bytes_per_token": _per_token(cfg, kv_types),
            "caches": [], "rope": _rope(cfg), "limits": _limits(cfg),
            "vllm_in_flight_tokens": in_flight, "vllm_in_flight_why": in_flight_why}
@@ -540,7 +491,7 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     if n_seq > 1 and "llama.cpp" in engines and layers["window"] is not None:
         notes.append("llama.cpp's sliding cells with several sequences are counted for a "
                      "unified cache (--kv-unified); without it each sequence has its own stream")
-    mt = str(text_config(cfg).get("model_type", ""))
+    mt = as_model(cfg).model_type
     if "llama.cpp" in engines and layers["window"] is not None and mt in kc.LLAMACPP_NO_SWA:
         notes.append(f"llama.cpp runs every layer of a {mt} model global ("
                      f"{kc.LLAMACPP_NO_SWA[mt]}): its cache has no sliding layers")
