@@ -114,7 +114,7 @@ def _shape():
 
 
 def _rope():
-    from .. import rope
+    from . import rope
     return rope
 
 

@@ -6,7 +6,7 @@ parameters, 16.06 GB in bf16. The count follows each architecture's module struc
 transformers' modeling files (``models/<arch>/modeling_<arch>.py``; gemma3_text's arch is
 gemma3), so ``params`` is what ``sum(p.numel() for p in model.parameters())`` gives for
 ``AutoModelForCausalLM.from_config``, tied embeddings counted once. Per decoder layer, with
-H = hidden_size, I = intermediate_size, h_q, h_kv, d_h as ``kv_cache.model_shape`` reads them:
+H = hidden_size, I = intermediate_size, h_q, h_kv, d_h as ``models.shape.model_shape`` reads them:
 
     attention   q (h_q d_h x H), k and v (h_kv d_h x H), o (H x h_q d_h), biases where the
                 architecture has them (qwen2: q/k/v; llama, gemma3_text, gpt_oss:
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .. import _validate as check
-from ..kv_cache import model_shape
+from .shape import model_shape
 from . import int_key, text_config
 
 __all__ = ["weight_bytes", "Weights", "MODEL_TYPES", "DTYPE_BYTES", "QUANT_METHODS"]
