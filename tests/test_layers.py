@@ -496,3 +496,123 @@ def test_widgets_and_rope_plots_compute_no_rope_rule(path):
     assert not found, "a rope rule computed again upstairs (call lessonlib.rope):\n" + \
         "\n".join(f"{name}:{line}: {lines[line - 1].strip()}: call {ROPE_OWNERS[why]}"
                   for line, why in found)
+
+
+# --------------------------------------------------------------------------- config keys
+
+# Issue 31: lessonlib.models is the one place a config.json key is read. Every other module
+# reads a Model's facts (``model.shape``, ``model.scaling``, ``model.vocab_size``) or the models
+# package's readers. A read is ``x["key"]``, ``x.get("key")``, ``x.pop("key")``, ``"key" in x``
+# or ``int_key(x, "key")`` with a config key as a literal; building a config (``cfg["key"] =``)
+# is not one.
+
+def _config_keys():
+    keys = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                keys.add(k)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    for path in (ROOT / "lessonlib/models/configs").glob("*.json"):
+        walk(json.loads(path.read_text()))
+    # keys the readers know that no shipped config happens to hold
+    return keys | {
+        "rope_scaling", "rope_parameters", "rope_type", "type", "factor", "sliding_window",
+        "layer_types", "partial_rotary_factor", "head_dim", "kv_lora_rank", "qk_rope_head_dim",
+        "max_position_embeddings", "original_max_position_embeddings", "rope_theta",
+        "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor", "truncate",
+        "low_freq_factor", "high_freq_factor", "short_factor", "long_factor",
+        "rope_local_base_freq", "use_sliding_window", "max_window_layers",
+        "sliding_window_pattern", "text_config", "model_max_length", "num_local_experts",
+        "n_routed_experts", "_gguf_sinks", "_gguf_context_length", "_gguf_rope_freqs"}
+
+
+CONFIG_KEYS = _config_keys()
+
+# (file, the line as written, stripped): a read of a dict that is not a config although its
+# keys are named like one; each with what the dict is.
+NOT_CONFIG = {
+}
+
+
+def config_key_reads(source):
+    """[(line, key)] of every read of a config key in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("get", "pop") and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            key = node.args[0].value
+        elif isinstance(node, ast.Call) and _called(node) in ("int_key", "_int_key") \
+                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+            key = node.args[1].value
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) \
+                and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            key = node.left.value
+        if isinstance(key, str) and key in CONFIG_KEYS:
+            found.append((node.lineno, key))
+    return found
+
+
+def _outside_models():
+    return [p for p in sorted((ROOT / "lessonlib").rglob("*.py"))
+            if "models" not in p.relative_to(ROOT / "lessonlib").parts]
+
+
+def test_the_key_scan_finds_each_form_of_a_read():
+    for source in ['x = cfg["vocab_size"]', 'x = cfg.get("rope_scaling")',
+                   'x = rp.pop("factor", None)', 'if "kv_lora_rank" in text: pass',
+                   'x = int_key(cfg, "num_hidden_layers")', 'x = _int_key(c, "head_dim")',
+                   'if "sliding_window" not in cfg: pass']:
+        assert config_key_reads(source), source
+    for source in ['cfg["vocab_size"] = 4', 'x = model.vocab_size', 'x = row["bytes"]',
+                   'x = d.get(name)', 'if key in cfg: pass']:
+        assert not config_key_reads(source), source
+
+
+@pytest.mark.parametrize("path", _outside_models(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_outside_models_reads_a_config_key(path):
+    name = str(path.relative_to(ROOT))
+    lines = path.read_text().splitlines()
+    found = [(line, key) for line, key in config_key_reads(path.read_text())
+             if (name, lines[line - 1].strip()) not in NOT_CONFIG]
+    assert not found, "a config key read outside lessonlib.models (read a Model's fact):\n" + \
+        "\n".join(f"{name}:{line}: {key!r}: {lines[line - 1].strip()}" for line, key in found)
+
+
+def test_every_not_config_line_is_still_there():
+    gone = [(f, line) for f, line in NOT_CONFIG
+            if line not in [x.strip() for x in (ROOT / f).read_text().splitlines()]]
+    assert not gone, f"NOT_CONFIG lists lines that are gone; remove them: {gone}"
+
+
+LESSON_FREE = {"_validate", "models"}  # all the models package may import of lessonlib
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "lessonlib/models").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_models_package_imports_no_lesson_module(path):
+    """File readers sit under the lessons: lessonlib.models imports only lessonlib._validate
+    and itself (a lesson module imports the model, never the other way round)."""
+    depth = len(path.relative_to(ROOT / "lessonlib").parts) - 1  # 1 in models/, 2 in configs/
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level > depth:
+            # from .. import x (x a lessonlib module), from ..x import y
+            top = (node.module or "").split(".")[0]
+            names = [top] if top else [a.name for a in node.names]
+            bad += [(node.lineno, n) for n in names if n not in LESSON_FREE]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            full = [module] if module else [a.name for a in node.names]
+            bad += [(node.lineno, m) for m in full if m and m.startswith("lessonlib.")
+                    and m.split(".")[1] not in LESSON_FREE]
+    assert not bad, f"{path.relative_to(ROOT)} imports lesson modules: {bad}"
