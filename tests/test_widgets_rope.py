@@ -249,8 +249,8 @@ def test_scaling_data_reads_every_number_of_the_readout_from_rope():
     d = W.scaling_data(4.0, 10_000, 4096)
     yarn = R.rope_frequencies({**HEAD, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
                                                         "original_max_position_embeddings": 4096}})
-    assert d["mscale"] == R.yarn_mscale(4.0) == yarn[1]  # μ is what the YaRN table carries
-    assert d["score_scale"] == R.rotary_score_scale(d["mscale"])
+    assert d["mu"] == R.yarn_mscale(4.0) == yarn[1]  # μ is what the YaRN table carries
+    assert d["score_scale"] == R.rotary_score_scale(d["mu"])
     sets = R.yarn_pair_sets(20, 46, 64)
     for name in ("kept", "ramped", "divided"):
         np.testing.assert_array_equal(getattr(d["pairs"], name), getattr(sets, name))

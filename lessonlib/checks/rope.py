@@ -10,6 +10,8 @@ import math
 import numpy as np
 
 from .. import rope as R
+from ..models import as_model
+from ..models import rope as MR
 from ..models.configs import load_config
 from . import (FLOAT32_EPS, FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, call, check_number,
                close_to, correct, distinct, shown, vector, wrong)
@@ -261,8 +263,8 @@ def never_turning(answer):
         (R.pairs_never_turning(_head(10_000.0, d), n).size,
          "That is base 10,000 (the RoPE paper's). Llama 3 uses rope_theta = 500,000 from its "
          "config.json, which slows every pair."),
-        (R.pairs_never_turning(theta, cfg["max_position_embeddings"]).size,
-         f"That uses max_position_embeddings = {cfg['max_position_embeddings']:,}, the extended "
+        (R.pairs_never_turning(theta, MR.max_position_embeddings(cfg)).size,
+         f"That uses max_position_embeddings = {MR.max_position_embeddings(cfg):,}, the extended "
          f"length; the model was trained on {n:,} positions before scaling."),
         (int(np.sum(2 * np.pi / _theta(b, d, 2 * i) > n)),
          f"You counted over d = {d} entries; there are d/2 = {d // 2} pairs."),
@@ -352,7 +354,7 @@ def product_rounding(answer):
 
 # ------------------------------------------------------------------ notebook 08
 
-_NTK_EXAMPLE = dict(base=10_000.0, factor=4.0)  # notebook 08's worked NTK number (40,889.9)
+_NTK_EXAMPLE_BASE, _NTK_EXAMPLE_S = 10_000.0, 4.0  # notebook 08's worked NTK number (40,889.9)
 
 
 @preamble
@@ -371,15 +373,15 @@ def ntk_base(answer):
         (b / s, "The base must grow (slower pairs), not shrink: base' = base * s^(d/(d-2))."),
         (b * s ** 2, "The exponent is d/(d-2), just above 1, not 2."),
         # the worked example of the notebook uses base 10,000 and s = 4 on the same d = 128
-        (_NTK_EXAMPLE["base"] * s ** (d / (d - 2)),
-         f"That uses base {_NTK_EXAMPLE['base']:,.0f}, the worked example's; Llama 3.1's "
+        (_NTK_EXAMPLE_BASE * s ** (d / (d - 2)),
+         f"That uses base {_NTK_EXAMPLE_BASE:,.0f}, the worked example's; Llama 3.1's "
          f"rope_theta is {b:,.0f}."),
-        (b * _NTK_EXAMPLE["factor"] ** (d / (d - 2)),
-         f"That uses s = {_NTK_EXAMPLE['factor']:g}, the worked example's factor; the question's "
+        (b * _NTK_EXAMPLE_S ** (d / (d - 2)),
+         f"That uses s = {_NTK_EXAMPLE_S:g}, the worked example's factor; the question's "
          f"s is {s:g}."),
-        (_NTK_EXAMPLE["base"] * _NTK_EXAMPLE["factor"] ** (d / (d - 2)),
-         f"That is the worked example's base' (base {_NTK_EXAMPLE['base']:,.0f}, s = "
-         f"{_NTK_EXAMPLE['factor']:g}); redo it with base {b:,.0f} and s = {s:g}."),
+        (_NTK_EXAMPLE_BASE * _NTK_EXAMPLE_S ** (d / (d - 2)),
+         f"That is the worked example's base' (base {_NTK_EXAMPLE_BASE:,.0f}, s = "
+         f"{_NTK_EXAMPLE_S:g}); redo it with base {b:,.0f} and s = {s:g}."),
         ((b * s) ** (d / (d - 2)), "The exponent applies to s alone: base * s^(d/(d-2)), not "
                                    "(base * s)^(d/(d-2))."),
         (b * s ** d / (d - 2), "Mind the parentheses: s ** d / (d - 2) is s^d divided by d - 2; "
@@ -392,17 +394,23 @@ def ntk_base(answer):
 
 # ------------------------------------------------------------------ YaRN's table, built
 
-def _yarn_config(head_dim, base, factor, L0, prf=None, betas=None, truncate=None):
-    """A config.json dict with a YaRN block (and max_position_embeddings = factor x L0, as
-    shipped YaRN configs have it: not the L0 YaRN reads)."""
+def _yarn_block(factor, L0, betas=None, truncate=None):
+    """The rope_scaling block of ``_yarn_config``."""
     scaling = {"rope_type": "yarn", "factor": float(factor),
                "original_max_position_embeddings": int(L0)}
     if betas is not None:
         scaling["beta_fast"], scaling["beta_slow"] = (float(b) for b in betas)
     if truncate is not None:
         scaling["truncate"] = bool(truncate)
+    return scaling
+
+
+def _yarn_config(head_dim, base, factor, L0, prf=None, betas=None, truncate=None):
+    """A config.json dict with a YaRN block (and max_position_embeddings = factor x L0, as
+    shipped YaRN configs have it: not the L0 YaRN reads)."""
     config = {"head_dim": int(head_dim), "rope_theta": float(base),
-              "max_position_embeddings": int(factor * L0), "rope_scaling": scaling}
+              "max_position_embeddings": int(factor * L0),
+              "rope_scaling": _yarn_block(factor, L0, betas, truncate)}
     if prf is not None:
         config["partial_rotary_factor"] = float(prf)
     return config
@@ -422,9 +430,15 @@ _YARN_EDGES = [
 
 
 def _yarn_cases():
-    """[config, ...]: the edges, then seeded random configs (factors 2-64, bases 1e4-1e6, head
-    dims 64-256, partial rotary, betas and truncate sometimes given), each one lessonlib reads
-    (a config whose band is empty is an error there, and is not asked)."""
+    """[config, ...]: ``_yarn_config`` of each of ``_yarn_shapes``."""
+    return [_yarn_config(*shape) for shape in _yarn_shapes()]
+
+
+def _yarn_shapes():
+    """[(head_dim, base, factor, L0, prf, betas, truncate), ...]: the edges, then seeded random
+    shapes (factors 2-64, bases 1e4-1e6, head dims 64-256, partial rotary, betas and truncate
+    sometimes given), each one whose config lessonlib reads (a config whose band is empty is an
+    error there, and is not asked)."""
     rng = np.random.default_rng(808)
     shapes = list(_YARN_EDGES)
     while len(shapes) < 30:
@@ -436,22 +450,25 @@ def _yarn_cases():
                        [None, None, True, False][rng.integers(4)]))
     cases = []
     for shape in shapes:
-        config = _yarn_config(*shape)
         try:
-            R.rope_frequencies(config)
+            R.rope_frequencies(_yarn_config(*shape))
         except ValueError:
             continue
-        cases.append(config)
+        cases.append(shape)
     return cases
+
+
+# The slip of taking L0 from another length key: its reader
+_L0_FROM = {"max_position_embeddings": MR.max_position_embeddings}
 
 
 def _yarn_table(config, *, reverse=False, rounding="right", use_head_dim=False, L0_key=None,
                 default_betas=False, swap_betas=False, factor_mode="divide", mu=False):
     """YaRN's per-pair speeds for ``config``, right or with one slip (the keyword named)."""
     sp = R.scaling_parameters(config)
-    r = int(config["head_dim"]) if use_head_dim else sp.rotary_dim
+    r = R.rotary_dim({**config, "partial_rotary_factor": 1.0}) if use_head_dim else sp.rotary_dim
     b, s = sp.base, sp.factor
-    L0 = int(config[L0_key]) if L0_key else sp.original_max
+    L0 = _L0_FROM[L0_key](config) if L0_key else sp.original_max
     fast, slow = (32.0, 1.0) if default_betas else (sp.beta_fast, sp.beta_slow)
     if swap_betas:
         fast, slow = slow, fast
@@ -521,11 +538,12 @@ def yarn_inv_freq(answer):
     false, or inward), swapped or default betas, max_position_embeddings as L0, head_dim for
     the rotary dim, mu in the table."""
     name = "yarn_inv_freq"
-    cases, got = _yarn_cases(), []
-    for config in cases:
+    shapes, got = _yarn_shapes(), []
+    cases = [_yarn_config(*shape) for shape in shapes]
+    for config, head_dim in zip(cases, (shape[0] for shape in shapes)):
         sp = R.scaling_parameters(config)
         n = sp.rotary_dim // 2
-        where = (f"yarn_inv_freq(config) with head_dim {config['head_dim']}, rotary dim "
+        where = (f"yarn_inv_freq(config) with head_dim {head_dim}, rotary dim "
                  f"{sp.rotary_dim}, base {sp.base:,.0f}, factor {sp.factor:g}, L0 "
                  f"{sp.original_max:,}")
         result, error = call(answer, config, label=where)
@@ -537,7 +555,7 @@ def yarn_inv_freq(answer):
             return wrong(name, f"{where}: {why}")
         if out.size != n:
             partial = (f" Only r = int(head_dim x partial_rotary_factor) = {sp.rotary_dim} dims "
-                       "turn." if sp.rotary_dim != config["head_dim"] else "")
+                       "turn." if sp.rotary_dim != head_dim else "")
             return wrong(name, f"{where} returned {out.size} numbers; it needs r/2 = {n}, one "
                                f"per rotated pair.{partial}")
         got.append(out)
@@ -552,20 +570,21 @@ def yarn_inv_freq(answer):
                for g, c in zip(got, cases)):
             return wrong(name, hint)
     if all(close_to(g, R.rope_frequencies({**c, "rope_scaling": {"rope_type": "linear",
-               "factor": c["rope_scaling"]["factor"]}})[0], rtol=FLOAT32_RTOL)
-           for g, c in zip(got, cases)):
+               "factor": float(shape[2])}})[0], rtol=FLOAT32_RTOL)
+           for g, c, shape in zip(got, cases, shapes)):
         return wrong(name, "Every pair is divided by s: that is PI. YaRN keeps the fast pairs "
                            "(below low), divides only the slow ones (above high) and ramps "
                            "between.")
     bad = ok.index(False)
-    config, g, w = cases[bad], got[bad], want[bad]
-    sp = R.scaling_parameters(config)
+    head_dim, _, factor, L0, prf, betas, truncate = shapes[bad]
+    g, w = got[bad], want[bad]
+    sp = R.scaling_parameters(cases[bad])
     j = int(np.flatnonzero(~np.isclose(g, w, rtol=FLOAT32_RTOL, atol=0.0))[0])
     got_text, want_text = distinct(g[j], w[j], digits=7)
-    return wrong(name, f"With head_dim {config['head_dim']}, rope_scaling "
-                       f"{config['rope_scaling']}" + (f", partial_rotary_factor "
-                       f"{config['partial_rotary_factor']:g}" if "partial_rotary_factor" in
-                       config else "") + f" (band {tuple(round(v, 3) for v in sp.yarn_band)}): "
+    return wrong(name, f"With head_dim {head_dim}, rope_scaling "
+                       f"{_yarn_block(factor, L0, betas, truncate)}" + (f", partial_rotary_factor "
+                       f"{float(prf):g}" if prf is not None else "")
+                       + f" (band {tuple(round(v, 3) for v in sp.yarn_band)}): "
                        f"pair {j} should turn {want_text} rad per position, got {got_text}.")
 
 
@@ -616,12 +635,12 @@ def yarn_band(answer):
         ({(math.ceil(raw[0]), math.floor(raw[1])), (round(raw[0]), round(raw[1]))},
          "Round outward: low = floor(...), high = ceil(...), so the ramp covers the whole band."),
         ({R.yarn_correction_range(fast, slow, 128, b, L0),
-          R.yarn_correction_range(fast, slow, int(cfg["qk_nope_head_dim"]) + r, b, L0)},
+          R.yarn_correction_range(fast, slow, as_model(cfg).shape.head_dim, b, L0)},
          f"DeepSeek's rotary dim is qk_rope_head_dim = {r}: only that slice of each head turns "
          "(the qk_nope part carries no position)."),
-        ({R.yarn_correction_range(fast, slow, r, b, int(cfg["max_position_embeddings"]))},
+        ({R.yarn_correction_range(fast, slow, r, b, MR.max_position_embeddings(cfg))},
          f"L0 is original_max_position_embeddings = {L0:,}, the trained length, not "
-         f"max_position_embeddings = {cfg['max_position_embeddings']:,}."),
+         f"max_position_embeddings = {MR.max_position_embeddings(cfg):,}."),
         ({R.yarn_correction_range(fast, slow, r // 2, b, L0)},
          f"The formula takes the rotary dim r = {r}, not the number of pairs {r // 2}."),
     ]

@@ -23,7 +23,8 @@ from lessonlib.checks import (SIGNIFICANT_DIGITS, Unreadable, _run, _short, as_n
                               wrong)
 from lessonlib.checks._preamble import preamble
 from lessonlib.kvtask import skip_bigram_table
-from lessonlib.rope import rope_frequencies, rope_parameters, rotary_dim
+from lessonlib.models.rope import rope_theta
+from lessonlib.rope import rope_frequencies, rotary_dim
 from lessonlib.streaming import StreamingCache
 from lessonlib.tinylm_results import VARIANT_LABELS, label, load_results, retrieval_reach
 
@@ -60,7 +61,7 @@ def _read(config):
     try:
         with quiet():
             inv_freq, af = rope_frequencies(config, seq_len=PI_LENGTH)
-            r, base = rotary_dim(config), float(rope_parameters(config)["rope_theta"])
+            r, base = rotary_dim(config), rope_theta(config)
     except ValueError as err:
         return None, f"lessonlib.rope rejects it: {err}"
     except Exception as err:  # noqa: BLE001 -- whatever a dict holds: a hint, not a traceback
@@ -90,7 +91,7 @@ def pi_config(answer):
         return wrong(name, problem)
     inv_freq, af, r, base = read
     model = _tiny_config()
-    r0, base0 = rotary_dim(model), float(rope_parameters(model)["rope_theta"])
+    r0, base0 = rotary_dim(model), rope_theta(model)
     if r != r0:
         return wrong(name, f"that rotates {r} of the head's {r0} dims (partial_rotary_factor); "
                            f"the model was trained rotating all {r0}, and PI changes only how "

@@ -37,7 +37,8 @@ from . import Model
 
 __all__ = [
     "ROPE_TYPES", "INV_FREQ", "DEFAULT_THETA", "YARN_BETA_FAST", "YARN_BETA_SLOW",
-    "ScalingParameters", "scaling_parameters", "rope_parameters", "rotary_dim", "ntk_base",
+    "ScalingParameters", "scaling_parameters", "rope_parameters", "rotary_dim", "rope_theta",
+    "max_position_embeddings", "ntk_base",
     "yarn_mscale", "yarn_correction_dim", "yarn_correction_range", "yarn_ramp",
     "llama3_regimes", "derived_max_model_len", "vllm_max_model_len", "llama_cpp_rope_flags",
     "llama_cpp_rope_arguments",
@@ -283,6 +284,24 @@ def rope_parameters(config, *, layer_type=None):
     """
     params = _once(config, ("rope_parameters", layer_type), lambda c: _resolve(c, layer_type)[0])
     return copy.deepcopy(params) if isinstance(config, Model) else params
+
+
+def rope_theta(config, *, layer_type=None):
+    """b, the base of the layer type's rope (``rope_parameters``' ``rope_theta``: the rope
+    dict's, else the top-level key, else 10,000), as a float > 1; errors as
+    ``rope_parameters``."""
+    params, _, theta_where = _resolve(config, layer_type)
+    return _real(theta_where, params["rope_theta"], above=1.0)
+
+
+def max_position_embeddings(config):
+    """The config's ``max_position_embeddings`` as an int in [1, 2^53]: the length its checkpoint
+    serves (for YaRN, llama3 and longrope already the extended one, not L0; dynamic's Lmax).
+    Missing or null is an error naming the key."""
+    _require_dict(config)
+    if config.get("max_position_embeddings") is None:
+        raise ValueError("config is missing 'max_position_embeddings'")
+    return _length("max_position_embeddings", config["max_position_embeddings"])
 
 
 def rotary_dim(config, *, layer_type=None):

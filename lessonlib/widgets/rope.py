@@ -255,11 +255,11 @@ def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_
     inv = {name: rope_frequencies({**head, "rope_scaling": rs}) for name, rs in scaling.items()}
     band = yarn_correction_range(beta_fast, beta_slow, r, b, L0, truncate)
     target = target_length(s, L0)
-    mscale = yarn_mscale(s)  # the attention factor of inv["YaRN"]: no mscale keys given
+    mu = yarn_mscale(s)  # the attention factor of inv["YaRN"]: no mscale keys given
     return dict(
         theta=theta, inv={k: v[0] for k, v in inv.items()}, band=band,
         ramp=yarn_ramp(band[0], band[1], r // 2), pairs=yarn_pair_sets(band[0], band[1], r // 2),
-        mscale=mscale, score_scale=rotary_score_scale(mscale),
+        mu=mu, score_scale=rotary_score_scale(mu),
         target=target, never=pairs_never_turning(theta, L0),
         ntk_base=ntk_base(b, s, r),
         overshoot={k: trained_arc_overshoot(v[0], target - 1, L0, trained_inv_freq=theta)
@@ -290,7 +290,7 @@ def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
         f"YaRN band (low, high) = {_band_text(d['band'])}: kept {pair_ranges(p.kept)} "
         f"(≥ {beta_fast:g} turns in L0) · ramp {pair_ranges(p.ramped)} · "
         f"θ/s {pair_ranges(p.divided)} (≤ {beta_slow:g} turn)",
-        f"YaRN μ = 1 + 0.1·ln s = {d['mscale']:.4f} on cos and sin: rotary scores "
+        f"YaRN μ = 1 + 0.1·ln s = {d['mu']:.4f} on cos and sin: rotary scores "
         f"× μ² = {d['score_scale']:.4f}",
         f"PI: pair 0 turns {d['inv']['PI (linear)'][0]:.3f} rad per token · NTK-aware: base "
         f"{b:,} → {d['ntk_base']:,.0f}, pair {last} slowed "
@@ -303,17 +303,16 @@ def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
     return "\n".join(lines)
 
 
-def _elsewhere(controls):
-    """A setting of the 08 sliders away from their values: every slider at another stop (the
-    factor at its other end, the base and L0 at their farthest option)."""
-    factor = controls["factor"]
+def _elsewhere(factor, b, n_train):
+    """A setting of the 08 sliders (factor, b, n_train) away from their values: every slider at
+    another stop (the factor at its other end, the base and L0 at their farthest option)."""
     other = factor.max if factor.value < (factor.min + factor.max) / 2 else factor.min
 
     def farthest(slider):
         values = [v for _, v in slider.options]
         return max(values, key=lambda v: abs(math.log(v / slider.value)))
 
-    return other, farthest(controls["b"]), farthest(controls["n_train"])
+    return other, farthest(b), farthest(n_train)
 
 
 def _ratio_floor(max_factor):
@@ -396,6 +395,6 @@ def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
                         artists=artists)
     # The band's ends and the levels' names move with the sliders: a rehearsal at another
     # setting, where every one of them moves, saves each slider's first move a full draw.
-    explorer.rehearse(**dict(zip(("factor", "b", "n_train"), _elsewhere(controls))))
+    explorer.rehearse(**dict(zip(("factor", "b", "n_train"), _elsewhere(*controls.values()))))
     explorer.betas = (beta_fast, beta_slow)
     return explorer
