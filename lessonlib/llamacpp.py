@@ -170,13 +170,18 @@ def _rope_kwargs(rope):
 
 
 def _gguf_path(path):
-    """A GGUF file's path, and its vocabulary size (token ids must stay below it)."""
+    """A GGUF file's path, and its vocabulary size (token ids must stay below it; None where the
+    file gives none: no vocab_size key, tokenizer or token_embd tensor)."""
     import os
-    from .models import gguf
+    from .models import as_model, gguf
     path = check.text("path", path)
     if not os.path.isfile(path):
         raise ValueError(f"path {path!r} is not a file")
-    return path, gguf.read_gguf(path).config.get("vocab_size")
+    model = as_model(gguf.read_gguf(path).config)
+    try:
+        return path, model.vocab_size
+    except ValueError:  # Model.vocab_size: the config has none
+        return path, None
 
 
 def allocations(path, n_ctx, *, n_seq=1, n_batch=None, n_ubatch=512, kv_unified=False,
