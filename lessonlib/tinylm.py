@@ -29,7 +29,9 @@ StreamingLLM does; ``positions="original"`` rotates by the original positions in
 
 ``DEFAULT_CONFIG`` is ``lessonlib.tinylm_results.DEFAULT_CONFIG``, re-exported: the committed
 model's config.json (4 layers, 4 query heads, 2 KV heads of ``head_dim`` 32, ``rope_theta``
-10,000, 256 trained positions).
+10,000, 256 trained positions). The config is read once, by ``lessonlib.models.tiny``
+(``read_tiny_config``: every key checked, a frozen ``TinyConfig``, ``model.tiny_config``); this
+module reads that object's fields, never a config key.
 """
 import copy
 import json
@@ -43,7 +45,8 @@ from torch import nn
 
 from lessonlib import _validate as check
 from lessonlib.attention import attention_mask
-from lessonlib.rope import cos_sin_table, rope_frequencies, rotary_dim
+from lessonlib.models import tiny
+from lessonlib.rope import cos_sin_table, rope_frequencies
 from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks read it without torch
 
 __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rotate",
@@ -58,10 +61,6 @@ __all__ = ["DEFAULT_CONFIG", "TinyLM", "with_rope_scaling", "rope_tables", "rota
 # ------------------------------------------------------------------------------------------
 
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-# The config keys the model reads, each an integer with this minimum (rms_norm_eps aside).
-_SHAPE_KEYS = {"vocab_size": 1, "hidden_size": 1, "intermediate_size": 1,
-               "num_hidden_layers": 1, "num_attention_heads": 1, "num_key_value_heads": 1,
-               "head_dim": 2, "max_position_embeddings": 1}
 
 
 def _tensor(name, t, *, ndim=None, finite=True):
@@ -82,53 +81,13 @@ def _tensor(name, t, *, ndim=None, finite=True):
     return t
 
 
-def _model_config(config):
-    """A deep copy of ``config`` once every key the model reads is there and sensible: a
-    missing key or a value that would build a different model (no layers, 0 KV heads) is a
-    ValueError naming the key."""
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a config.json-style dict, got {check.describe(config)}")
-    c = copy.deepcopy(config)
-    for key, minimum in _SHAPE_KEYS.items():
-        if key not in c:
-            raise ValueError(f"config.{key} is missing (the model reads "
-                             f"{', '.join(_SHAPE_KEYS)} and rms_norm_eps)")
-        check.integer(key, c[key], minimum=minimum)
-    if "rms_norm_eps" not in c:
-        raise ValueError("config.rms_norm_eps is missing (RMSNorm's epsilon, e.g. 1e-5)")
-    check.real("rms_norm_eps", c["rms_norm_eps"], above=0.0)
-    if c["num_attention_heads"] % c["num_key_value_heads"]:
-        raise ValueError(f"num_attention_heads {c['num_attention_heads']} must be a multiple of "
-                         f"num_key_value_heads {c['num_key_value_heads']} (each KV head serves "
-                         f"a whole group of query heads)")
-    if "tie_word_embeddings" in c and not check.flag("tie_word_embeddings",
-                                                     c["tie_word_embeddings"]):
-        raise ValueError("tie_word_embeddings must be True: this model's output layer is its "
-                         "embedding (there are no separate output weights)")
-    rope_frequencies(c)  # the model's own rope: rope_theta, rope_scaling, partial_rotary_factor
-    return c
-
-
-def _rope_config(model_config, rope):
-    """The config whose rope fields run the model: its own (``rope=None``) or ``rope``, whose
-    head dim must be the model's (else the tables rotate the wrong number of dims)."""
+def _rope_config(model, rope):
+    """The config whose rope fields run ``model``: its own (``rope=None``) or ``rope``, whose
+    head dim must be the model's (``models.tiny.rope_config``: else the tables rotate the wrong
+    number of dims)."""
     if rope is None:
-        return model_config
-    if not isinstance(rope, dict):
-        raise ValueError(f"rope must be a config dict (e.g. with_rope_scaling(model.config, "
-                         f"{{...}})) or None, got {check.describe(rope)}")
-    hd = model_config["head_dim"]
-    if rope.get("head_dim") is not None:
-        check.integer("head_dim", rope["head_dim"], minimum=1)
-    r = rotary_dim(rope)
-    probe = {k: v for k, v in rope.items() if k != "qk_rope_head_dim"}
-    probe["head_dim"] = hd
-    if rotary_dim(probe) != r:
-        raise ValueError(f"rope.head_dim: the rope config's head dim ({rope.get('head_dim')!r}; "
-                         f"{r} rotated dims) is not the model's head_dim {hd} "
-                         f"({rotary_dim(probe)} rotated dims); build rope with "
-                         f"with_rope_scaling(model.config, ...)")
-    return rope
+        return model.config
+    return tiny.rope_config(rope, model.tiny_config.head_dim)
 
 
 def _tinylm(model):
@@ -140,26 +99,10 @@ def _tinylm(model):
 def with_rope_scaling(config, rope_scaling):
     """A copy of ``config`` with ``rope_scaling`` set (None: plain RoPE). The trained length is
     recorded as ``original_max_position_embeddings`` where the rope type reads it (YaRN).
-    The result is checked by ``lessonlib.rope.rope_frequencies``: a bad key fails here,
-    named (``rope_scaling.factor``), not at the first forward."""
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a config.json-style dict, got {check.describe(config)}")
-    if rope_scaling is not None and not isinstance(rope_scaling, dict):
-        raise ValueError(f"rope_scaling must be a dict (e.g. {{'rope_type': 'yarn', 'factor': "
-                         f"8.0}}) or None, got {check.describe(rope_scaling)}")
-    out = copy.deepcopy(config)
-    if rope_scaling is None:
-        out.pop("rope_scaling", None)
-    else:
-        rs = copy.deepcopy(rope_scaling)
-        if rs.get("rope_type", rs.get("type")) == "yarn":
-            if config.get("max_position_embeddings") is None:
-                raise ValueError("config.max_position_embeddings is missing: YaRN records it as "
-                                 "rope_scaling.original_max_position_embeddings")
-            rs.setdefault("original_max_position_embeddings", config["max_position_embeddings"])
-        out["rope_scaling"] = rs
-    rope_frequencies(out)
-    return out
+    ``models.tiny.with_rope_scaling`` builds it and checks it with ``scaling_parameters``, the
+    reader ``lessonlib.rope.rope_frequencies`` computes from: a bad key fails here, named
+    (``rope_scaling.factor``), not at the first forward."""
+    return tiny.with_rope_scaling(config, rope_scaling)
 
 
 def rope_tables(config, n_positions, seq_len=None):
@@ -234,8 +177,8 @@ class RMSNorm(nn.Module):
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
-        d, self.hq, self.hkv, self.hd = c["hidden_size"], c["num_attention_heads"], \
-            c["num_key_value_heads"], c["head_dim"]
+        d, self.hq, self.hkv, self.hd = c.hidden_size, c.num_attention_heads, \
+            c.num_key_value_heads, c.head_dim
         if self.hq % self.hkv:
             raise ValueError(f"num_attention_heads {self.hq} must be a multiple of "
                              f"num_key_value_heads {self.hkv}")
@@ -276,7 +219,7 @@ class Attention(nn.Module):
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
-        d, f, eps = c["hidden_size"], c["intermediate_size"], c["rms_norm_eps"]
+        d, f, eps = c.hidden_size, c.intermediate_size, c.rms_norm_eps
         self.attn_norm, self.mlp_norm = RMSNorm(d, eps), RMSNorm(d, eps)
         self.attn = Attention(c)
         self.gate, self.up = nn.Linear(d, f, bias=False), nn.Linear(d, f, bias=False)
@@ -290,15 +233,21 @@ class Block(nn.Module):
 class TinyLM(nn.Module):
     """The model, a ``torch.nn.Module``: ``forward(tokens, ...)`` gives logits (B, n,
     VOCAB_SIZE). ``config`` is a config.json-style dict (``DEFAULT_CONFIG``); its rope fields
-    are the model's own rope (the PI fine-tune stores ``rope_scaling`` linear 2 there)."""
+    are the model's own rope (the PI fine-tune stores ``rope_scaling`` linear 2 there).
+
+    ``config`` is read once, by ``models.tiny.read_tiny_config``: a missing key or a value that
+    would build another model is a ValueError naming the key. ``model.config`` keeps a copy of
+    the dict (what checkpoints store and callers read); ``model.tiny_config``, the
+    ``models.tiny.TinyConfig`` read from it, is what the model is built from."""
 
     def __init__(self, config=None):
         super().__init__()
-        self.config = _model_config(DEFAULT_CONFIG if config is None else config)
-        c = self.config
-        self.embed = nn.Embedding(c["vocab_size"], c["hidden_size"])
-        self.layers = nn.ModuleList(Block(c) for _ in range(c["num_hidden_layers"]))
-        self.norm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
+        config = DEFAULT_CONFIG if config is None else config
+        self.tiny_config = c = tiny.read_tiny_config(config)
+        self.config = copy.deepcopy(config)
+        self.embed = nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
+        self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.apply(self._init)
 
     @staticmethod
@@ -315,8 +264,8 @@ class TinyLM(nn.Module):
         mask. ``need_weights``: also return the attention weights, a list over layers of
         (B, hq, n, n) tensors (explicit softmax instead of SDPA).
         """
-        B, n = check_tokens(tokens, self.config["vocab_size"]).shape
-        rope = _rope_config(self.config, rope)
+        B, n = check_tokens(tokens, self.tiny_config.vocab_size).shape
+        rope = _rope_config(self, rope)
         window = None if window is None else check.integer("window", window, minimum=1)
         sink_tokens = check.integer("sink_tokens", sink_tokens, minimum=0)
         need_weights = check.flag("need_weights", need_weights)
@@ -395,11 +344,11 @@ def decode(model, tokens, *, n_sink=0, n_recent=None, positions="cache", rope=No
     frequencies are built for ``seq_len`` = the largest position used.
     """
     model = _tinylm(model)
-    B, n = check_tokens(tokens, model.config["vocab_size"]).shape
+    B, n = check_tokens(tokens, model.tiny_config.vocab_size).shape
     n_sink = check.integer("n_sink", n_sink, minimum=0)
     n_recent = None if n_recent is None else check.integer("n_recent", n_recent, minimum=1)
     positions = check.choice("positions", positions, ("cache", "original"))
-    rope = _rope_config(model.config, rope)
+    rope = _rope_config(model, rope)
     span = n if (n_recent is None or positions == "original") else min(n, n_sink + n_recent)
     cos, sin = rope_tables(rope, span)
     caches = [StreamingKVCache(n_sink, n_recent) for _ in model.layers]
@@ -503,7 +452,7 @@ class NeedleModel:
     def __init__(self, model, rope=None):
         from lessonlib.kvtask import BOS, KVTokenizer
         model = _tinylm(model)
-        rope = _rope_config(model.config, rope) if rope is not None else None
+        rope = _rope_config(model, rope) if rope is not None else None
         self.model, self.rope, self.tok, self.bos = model, rope, KVTokenizer(), BOS
 
     @torch.no_grad()
@@ -606,16 +555,17 @@ def hf_config(model, rope_scaling=None, max_position_embeddings=None):
     ``max_position_embeddings`` (None: the trained length; a YaRN or llama3 file states the
     extended length there, as vLLM and HF read it)."""
     model = _tinylm(model)
-    c = with_rope_scaling(model.config, rope_scaling)
+    c = tiny.read_tiny_config(with_rope_scaling(model.config, rope_scaling))
     out = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
            "torch_dtype": "float32", "attention_bias": False, "mlp_bias": False,
-           **{k: c[k] for k in ("vocab_size", "hidden_size", "intermediate_size",
-                                "num_hidden_layers", "num_attention_heads",
-                                "num_key_value_heads", "head_dim", "rope_theta",
-                                "max_position_embeddings", "rms_norm_eps",
-                                "tie_word_embeddings")}}
-    if c.get("rope_scaling") is not None:
-        out["rope_scaling"] = c["rope_scaling"]
+           "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+           "intermediate_size": c.intermediate_size, "num_hidden_layers": c.num_hidden_layers,
+           "num_attention_heads": c.num_attention_heads,
+           "num_key_value_heads": c.num_key_value_heads, "head_dim": c.head_dim,
+           "rope_theta": c.rope_theta, "max_position_embeddings": c.max_position_embeddings,
+           "rms_norm_eps": c.rms_norm_eps, "tie_word_embeddings": c.tie_word_embeddings}
+    if c.rope_scaling is not None:
+        out["rope_scaling"] = copy.deepcopy(c.rope_scaling)
     if max_position_embeddings is not None:
         out["max_position_embeddings"] = check.integer(
             "max_position_embeddings", max_position_embeddings, minimum=1)
@@ -629,9 +579,10 @@ def export_hf_checkpoint(model, folder, rope_scaling=None, max_position_embeddin
     from safetensors.torch import save_file
     folder = check.text("folder", folder)
     config = hf_config(model, rope_scaling, max_position_embeddings)
-    sd = {k: v.detach().to(torch.float32) for k, v in _tinylm(model).state_dict().items()}
+    model = _tinylm(model)
+    sd = {k: v.detach().to(torch.float32) for k, v in model.state_dict().items()}
     out = {"model.embed_tokens.weight": sd["embed.weight"], "model.norm.weight": sd["norm.weight"]}
-    for il in range(config["num_hidden_layers"]):
+    for il in range(model.tiny_config.num_hidden_layers):
         for ours, theirs in _HF_LAYER_NAMES.items():
             out[f"model.layers.{il}.{theirs}.weight"] = sd[f"layers.{il}.{ours}.weight"]
     os.makedirs(folder, exist_ok=True)
@@ -673,24 +624,24 @@ def export_gguf(model, path):
     from lessonlib.models import gguf
     model = _tinylm(model)
     path = check.text("path", path)
-    c = model.config
+    c = model.tiny_config
     sd = {k: v.detach().to(torch.float32).numpy() for k, v in model.state_dict().items()}
     weights = {"token_embd.weight": sd["embed.weight"], "output_norm.weight": sd["norm.weight"]}
-    for il in range(c["num_hidden_layers"]):
+    for il in range(c.num_hidden_layers):
         p, b = f"layers.{il}.", f"blk.{il}."
         weights.update({
             b + "attn_norm.weight": sd[p + "attn_norm.weight"],
             b + "attn_q.weight": neox_to_adjacent_pairs(sd[p + "attn.q_proj.weight"],
-                                                        c["num_attention_heads"]),
+                                                        c.num_attention_heads),
             b + "attn_k.weight": neox_to_adjacent_pairs(sd[p + "attn.k_proj.weight"],
-                                                        c["num_key_value_heads"]),
+                                                        c.num_key_value_heads),
             b + "attn_v.weight": sd[p + "attn.v_proj.weight"],
             b + "attn_output.weight": sd[p + "attn.o_proj.weight"],
             b + "ffn_norm.weight": sd[p + "mlp_norm.weight"],
             b + "ffn_gate.weight": sd[p + "gate.weight"],
             b + "ffn_up.weight": sd[p + "up.weight"],
             b + "ffn_down.weight": sd[p + "down.weight"]})
-    cfg = dict(c, model_type="llama", tie_word_embeddings=True)
-    return gguf.write_model_gguf(path, cfg, hidden_size=c["hidden_size"],
-                                      intermediate_size=c["intermediate_size"],
-                                      vocab_size=c["vocab_size"], weights=weights)
+    cfg = dict(model.config, model_type="llama", tie_word_embeddings=True)
+    return gguf.write_model_gguf(path, cfg, hidden_size=c.hidden_size,
+                                 intermediate_size=c.intermediate_size,
+                                 vocab_size=c.vocab_size, weights=weights)
