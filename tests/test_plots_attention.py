@@ -11,7 +11,7 @@ from lessonlib.plots import attention as P
 
 
 def headed(ax, *, xlabel=True, ylabel=True):
-    """The panel is titled by the key above it (legend_header) and has both axis labels."""
+    """The panel is titled by the key above it (_legend_header) and has both axis labels."""
     legend = ax.get_legend()
     assert legend is not None and legend.get_title().get_text(), "no key with a title"
     assert ax.get_label() == legend.get_title().get_text()
@@ -125,7 +125,7 @@ def test_tile_rectangles_merge_runs_and_shorten_the_last_block():
     codes = np.array([[TILE_MASKED, TILE_SKIPPED, TILE_SKIPPED],
                       [TILE_FULL, TILE_MASKED, TILE_SKIPPED],
                       [TILE_FULL, TILE_FULL, TILE_MASKED]])
-    rects, kinds = P.tile_rectangles(codes, block=4, n=10)  # blocks of 4, 4 and 2 tokens
+    rects, kinds = P._tile_rectangles(codes, block=4, n=10)  # blocks of 4, 4 and 2 tokens
     assert len(rects) == 7 and list(kinds) == [1, 0, 2, 1, 0, 2, 1]
     np.testing.assert_allclose(rects[1][[0, 2]], [[0.4, 0.0], [1.0, 0.4]])  # one run of two
     np.testing.assert_allclose(rects[-1][[0, 2]], [[0.8, 0.8], [1.0, 1.0]])  # 2 of 10 tokens
@@ -137,8 +137,8 @@ def test_block_colours_tell_the_kinds_apart():
     """The legend's swatches are distinct, and each differs from the others in lightness too
     (readable in grey print)."""
     from lessonlib.plots._style import relative_luminance
-    lum = sorted(relative_luminance(c) for c in P.BLOCK_COLOURS)
-    assert len(set(P.BLOCK_COLOURS)) == 3 and all(b / a > 1.5 for a, b in zip(lum, lum[1:]))
+    lum = sorted(relative_luminance(c) for c in P._BLOCK_COLOURS)
+    assert len(set(P._BLOCK_COLOURS)) == 3 and all(b / a > 1.5 for a, b in zip(lum, lum[1:]))
 
 
 def test_ratio_curves(ax):

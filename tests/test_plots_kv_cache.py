@@ -35,7 +35,7 @@ def test_size_curves_draw_and_update_in_place(ax):
 
 def drawn_grid(art, hq, hkv):
     """The (hkv, hq) grid the head map's patch covers, read at every cell's centre."""
-    return plots.cells_filled(art["cells"], plots.head_map_centres(hq, hkv)).reshape(hkv, hq)
+    return plots._cells_filled(art["cells"], plots._head_map_centres(hq, hkv)).reshape(hkv, hq)
 
 
 @pytest.mark.parametrize("hq, hkv", [(8, 2), (32, 8), (32, 1), (32, 32)])

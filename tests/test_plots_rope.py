@@ -116,7 +116,7 @@ def test_key_row_heads_the_figure_off_every_axes():
     import matplotlib.pyplot as plt
     fig, (a, b) = plt.subplots(1, 2, layout="constrained")
     lines = [a.plot([0, 1], [0, 1])[0], b.plot([0, 1], [1, 0])[0]]
-    key = P.draw_key_row(fig, [("up", lines[0]), ("down", lines[1])])
+    key = P._draw_key_row(fig, [("up", lines[0]), ("down", lines[1])])
     fig.canvas.draw()
     box = key.get_window_extent()
     assert key in fig.legends and [t.get_text() for t in key.get_texts()] == ["up", "down"]
@@ -133,7 +133,7 @@ def test_no_xlabel_when_a_figure_shares_one(ax):
 def test_key_is_pinned_to_its_corner_in_inches(ax):
     line, = ax.plot([0, 1], [0, 1], color="red", linestyle="--")
     dots, = ax.plot([0], [0], linestyle="none", marker="X")
-    key = P.draw_key(ax, [("a line", line), ("markers", dots)], corner="upper right")
+    key = P._draw_key(ax, [("a line", line), ("markers", dots)], corner="upper right")
     ax.figure.canvas.draw()
     box = key["box"].get_window_extent()
     axes = ax.get_window_extent()
@@ -146,6 +146,6 @@ def test_key_is_pinned_to_its_corner_in_inches(ax):
 
 def test_palette_is_print_readable():
     """Every series differs from the others by line style, not only by colour."""
-    styles = [str(s["linestyle"]) for s in P.SERIES]
+    styles = [str(s["linestyle"]) for s in P._SERIES]
     assert len(set(styles)) == len(styles)
-    assert len({s["marker"] for s in P.SERIES}) == len(P.SERIES)
+    assert len({s["marker"] for s in P._SERIES}) == len(P._SERIES)

@@ -26,7 +26,7 @@ def test_tile_map_draws_the_codes_with_a_legend(ax):
     assert "key block" in ax.get_xlabel() and "program" in ax.get_ylabel()
     np.testing.assert_array_equal(image.get_array(), CODES)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == \
-        list(P.TILE_LABELS) + [P.EDGE_LABEL]
+        list(P._TILE_LABELS) + [P._EDGE_LABEL]
     # Each code gets its own colour, and the three stay apart printed in grey.
     rgba = [image.cmap(image.norm(c)) for c in (TILE_SKIPPED, TILE_MASKED, TILE_FULL)]
     greys = sorted(grey(c[:3]) for c in rgba)
@@ -65,19 +65,19 @@ def test_tile_map_updates_in_place_to_a_new_shape(ax):
 
 def test_mask_edges_run_between_visible_and_hidden_keys():
     # n = 8, block 4 (span 8), causal: the diagonal from (0.5, 0) to (8, 7.5), in 0..1 units.
-    x, y = P.mask_edges(8, 4, causal=True)
+    x, y = P._mask_edges(8, 4, causal=True)
     np.testing.assert_allclose(x[:2] * 8, [0.5, 8.0])
     np.testing.assert_allclose(y[:2] * 8, [0.0, 7.5])
     assert np.isnan(x[2]) and np.isnan(y[2])
     # A window of 3 and 2 sinks add the window's edge and the sinks' vertical edge.
-    x, y = P.mask_edges(8, 4, causal=True, window=3, sink_tokens=2)
+    x, y = P._mask_edges(8, 4, causal=True, window=3, sink_tokens=2)
     pieces = [(x[i:i + 2] * 8, y[i:i + 2] * 8) for i in range(0, len(x), 3)]
     assert len(pieces) == 3
     np.testing.assert_allclose(pieces[1][0], [0.0, 5.5])
     np.testing.assert_allclose(pieces[1][1], [2.5, 8.0])
     np.testing.assert_allclose(pieces[2][0], [2.0, 2.0])
     np.testing.assert_allclose(pieces[2][1], [4.5, 8.0])
-    x, y = P.mask_edges(8, 4, causal=False)
+    x, y = P._mask_edges(8, 4, causal=False)
     assert len(x) == 0  # nothing hidden, nothing to trace
 
 
@@ -91,7 +91,7 @@ def test_mask_edges_cross_only_tiles_computed_with_the_mask(n, block, opts):
     from lessonlib.kernel_plan import kernel_tile_plan
     codes = kernel_tile_plan(n, n, block_m=block, block_n=block, **opts)
     t = codes.shape[0]
-    x, y = P.mask_edges(n, block, **opts)
+    x, y = P._mask_edges(n, block, **opts)
     assert len(x)
     near = 1.0 / block  # one token: the diagonal is a straight line through a staircase
     for i in range(0, len(x), 3):  # sample each piece, away from tile borders

@@ -4,14 +4,14 @@ import pytest
 from matplotlib.path import Path
 
 from lessonlib.plots import windows as plots
-from lessonlib.plots.kv_cache import legend_clear_of_data, pin_legend
+from lessonlib.plots.kv_cache import _legend_clear_of_data, pin_legend
 
 
 def test_mask_draws_the_codes_and_resizes(ax):
     codes = np.array([[1, 0, 0], [1, 1, 0], [2, 1, 1]])
     art = plots.draw_window_mask(ax, codes, title="mask")
     np.testing.assert_array_equal(art["codes"], codes)
-    np.testing.assert_array_equal(plots.mask_drawn(art, 3), codes)  # what the polygons cover
+    np.testing.assert_array_equal(plots._mask_drawn(art, 3), codes)  # what the polygons cover
     assert ax.get_title() == "mask" and "key" in ax.get_xlabel() and "query" in ax.get_ylabel()
     key = [t.get_text() for t in ax.get_legend().get_texts()]  # the colour key, under the axes
     assert any("sink" in k for k in key) and any("window" in k for k in key)
@@ -20,7 +20,7 @@ def test_mask_draws_the_codes_and_resizes(ax):
     window = art["window"]
     plots.update_window_mask(ax, art, bigger, title="five")
     assert art["window"] is window  # updated in place
-    np.testing.assert_array_equal(plots.mask_drawn(art, 5), bigger)
+    np.testing.assert_array_equal(plots._mask_drawn(art, 5), bigger)
     # the axes stay 0..1 whatever n is: the labels name positions 0, n // 2 and n - 1
     assert ax.get_xlim() == (0.0, 1.0) and ax.get_title() == "five"
     marks, texts = art["ticks"]["x"]
@@ -34,13 +34,13 @@ def test_mask_draws_the_codes_and_resizes(ax):
 def test_mask_outline_is_exactly_the_cells_of_one_code():
     codes = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [2, 1, 1, 0], [2, 2, 1, 1]])
     for code in (1, 2):
-        outline = plots.mask_outline(codes, code)
+        outline = plots._mask_outline(codes, code)
         assert outline.shape == (4 * 4, 2)  # down the runs' right ends, back up their left ends
         cells = np.column_stack([np.tile(np.arange(4), 4) + 0.5, np.repeat(np.arange(4), 4) + 0.5])
         covered = Path(outline).contains_points(cells).reshape(4, 4)
         np.testing.assert_array_equal(covered, codes == code)
     with pytest.raises(ValueError, match="one run"):
-        plots.mask_outline(np.array([[1, 0, 1]]), 1)
+        plots._mask_outline(np.array([[1, 0, 1]]), 1)
 
 
 def test_layer_bars_are_hatched_for_local_layers_and_update(ax):
@@ -74,6 +74,6 @@ def test_the_keys_lie_under_the_axes_off_the_bars_and_lines(ax):
     assert legend in ax.figure.legends and ax.get_legend() is None
     box = legend.get_window_extent()
     assert box.y1 < ax.get_window_extent().y0  # below the axes, and so off every bar
-    assert legend_clear_of_data(legend, list(art["levels"].values()))
+    assert _legend_clear_of_data(legend, list(art["levels"].values()))
     for patch in (art["local"], art["global"]):
         assert not patch.get_window_extent().overlaps(box)

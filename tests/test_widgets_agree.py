@@ -31,7 +31,7 @@ from _support import notebook_explorers
 from lessonlib.attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from lessonlib.kv_cache import kv_cache_bytes
 from lessonlib.models import load_model
-from lessonlib.plots.kv_cache import cells_filled, head_map_centres
+from lessonlib.plots.kv_cache import _cells_filled, _head_map_centres
 from lessonlib.plots.windows import bar_heights
 from lessonlib.traffic import GIB, MIB
 from lessonlib.widgets import kv_cache as kvw
@@ -373,8 +373,8 @@ def check_kv_cache(w):
     ax_map = w.axes[1]
     hq = int(round(ax_map.get_xlim()[1] + 0.5))
     group = int(find(r"^query head h reads KV head h // (\d+): (.*)$", text, "map")[1])
-    filled = cells_filled(w.artists["map"]["cells"],
-                          head_map_centres(hq, h_kv)).reshape(h_kv, hq)
+    filled = _cells_filled(w.artists["map"]["cells"],
+                          _head_map_centres(hq, h_kv)).reshape(h_kv, hq)
     expected = np.arange(h_kv)[:, None] == (np.arange(hq) // group)[None, :]
     assert (filled == expected).all(), f"h // {group} over {h_kv} rows: the map is {filled}"
     for a_, b_, kv in re.findall(r"(\d+)(?:-(\d+))? -> (\d+)", text.splitlines()[-1]):

@@ -145,7 +145,7 @@ def test_softmax_readout_keeps_four_lines():
 # ------------------------------------------------------------------ notebook 03
 
 def _path_area(path):
-    """The area of a compound path of rectangles (tile_rectangles' outlines, each closed)."""
+    """The area of a compound path of rectangles (_tile_rectangles' outlines, each closed)."""
     v = path.vertices.reshape(-1, 6, 2)
     return float(np.sum(np.abs((v[:, 2, 0] - v[:, 0, 0]) * (v[:, 2, 1] - v[:, 0, 1]))))
 

@@ -44,7 +44,7 @@ def test_kv_heads_slider_redraws_curve_head_map_and_readout(w):
     assert w.artists["sizes"]["lines"]["h_kv from the slider"] is line  # updated in place
     np.testing.assert_allclose(line.get_ydata(), [gib(variant, n) for n in LENGTHS])
     assert w.artists["map"]["cells"] is cells  # the same patch, a new path
-    grid = plots.cells_filled(cells, plots.head_map_centres(32, 2)).reshape(2, 32)
+    grid = plots._cells_filled(cells, plots._head_map_centres(32, 2)).reshape(2, 32)
     np.testing.assert_array_equal(grid.argmax(axis=0), gqa_head_map(32, 2))
     assert w.readout != before
     assert f"{kv_bytes_per_token(variant):,} bytes/token" in w.readout
@@ -120,7 +120,7 @@ def test_the_legend_stays_off_every_curve_marker_and_cursor(w):
             w.controls["kv_heads"].value, w.controls["n"].value = kv_heads, n
             w.fig.canvas.draw()
             artists = [*sizes["lines"].values(), *sizes["markers"].values(), sizes["cursor"]]
-            assert plots.legend_clear_of_data(legend, artists), (kv_heads, n)
+            assert plots._legend_clear_of_data(legend, artists), (kv_heads, n)
     # the cursor drops from the highest marker (MHA) to the x axis
     top = sizes["markers"]["MHA (32 KV heads)"].get_ydata()[0]
     assert list(sizes["cursor"].get_ydata()) == [w.axes[0].get_ylim()[0], top]
@@ -259,7 +259,7 @@ def test_budget_legend_under_the_axes_and_fit(budget):
             budget.fig.canvas.draw()
             artists = [*sizes["lines"].values(), *sizes["markers"].values(), sizes["cursor"],
                        *sizes["hlines"].values()]
-            assert plots.legend_clear_of_data(legend, artists), (model, n)
+            assert plots._legend_clear_of_data(legend, artists), (model, n)
             tight = budget.axes[0].get_tightbbox(budget.fig.canvas.get_renderer())
             assert tight.x0 >= 0 and tight.x1 <= width and tight.y0 >= 0 and tight.y1 <= height
 

@@ -79,7 +79,7 @@ def test_moving_the_window_redraws_map_curves_and_readout_in_place():
     # the mask's exact edges follow the window token by token, even inside one block
     moved = w.artists["map"]["edges"].get_xydata()
     assert moved.shape == edges.shape and not np.allclose(moved, edges, equal_nan=True)
-    np.testing.assert_allclose(moved, np.column_stack(P.mask_edges(
+    np.testing.assert_allclose(moved, np.column_stack(P._mask_edges(
         1024, 64, causal=True, window=100, sink_tokens=4)))
     assert w.artists["work"]["lines"]["current settings"] is line
     np.testing.assert_array_equal(line.get_xdata(), [256, 512, 1024, 2048, 4096])
@@ -180,7 +180,7 @@ def test_controls_step_as_the_text_asks_and_labels_show_in_full():
     dict(block=128, n=128, window=0), dict(causal=False, window=0, block=16, n=4096),
 ])
 def test_legends_stay_off_the_curves_and_the_map(moves):
-    from lessonlib.plots.kv_cache import legend_clear_of_data
+    from lessonlib.plots.kv_cache import _legend_clear_of_data
     w = W.tile_map_explorer()
     for name, value in moves.items():
         w.controls[name].value = value
@@ -191,7 +191,7 @@ def test_legends_stay_off_the_curves_and_the_map(moves):
     ax_map, ax_work = w.axes
     work_legend, map_legend = sorted(fig.legends, key=lambda lg: -lg.get_window_extent().x0)
     work = w.artists["work"]
-    assert legend_clear_of_data(work_legend, list(work["lines"].values())
+    assert _legend_clear_of_data(work_legend, list(work["lines"].values())
                                 + list(work["markers"].values()))
     assert not map_legend.get_window_extent().overlaps(ax_map.bbox)
     # text no smaller than 8 pt: 11 px at 100 dpi, 14 px at the presenter's 130

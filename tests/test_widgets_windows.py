@@ -45,7 +45,7 @@ def test_window_slider_is_an_intslider_named_window(w):
 def test_initial_state(w):
     n, W, sinks = 256, 128, 4
     visible = attention_mask(n, n, causal=True, window=W, sink_tokens=sinks)
-    codes = plots.mask_drawn(w.artists["mask"], n)  # what the polygons cover
+    codes = plots._mask_drawn(w.artists["mask"], n)  # what the polygons cover
     np.testing.assert_array_equal(codes, w.artists["mask"]["codes"])
     np.testing.assert_array_equal(codes != MASK_HIDDEN, visible)
     np.testing.assert_array_equal(codes == MASK_WINDOW,
@@ -88,23 +88,23 @@ def test_whole_cache_numbers_follow_the_engines(w):
     ideal = kv_cache_bytes(cfg, 512, engine="ideal").total_mib  # no sinks: exact tokens
     assert f"every layer global {full:.2f} MiB" in w.readout
     assert f"sinks + window {ideal:.2f} MiB" in w.readout
-    np.testing.assert_array_equal(plots.mask_drawn(w.artists["mask"], 512),
+    np.testing.assert_array_equal(plots._mask_drawn(w.artists["mask"], 512),
                                   mask_codes(512, 100, 0))
 
 
 def test_sinks_slider_adds_sink_columns(w):
     w.controls["sinks"].value = 8
-    codes = plots.mask_drawn(w.artists["mask"], 256)
+    codes = plots._mask_drawn(w.artists["mask"], 256)
     assert (codes[200:, :8] == MASK_SINK).all()
     assert "+ sinks 0..7 = 136 of 256 keys" in w.readout
     assert not w.controls["sinks"].disabled
     w.controls["window"].value = 304  # the window covers everything: sinks add nothing
     assert ", sinks inside it" in w.readout
-    assert not (plots.mask_drawn(w.artists["mask"], 256) == MASK_SINK).any()
+    assert not (plots._mask_drawn(w.artists["mask"], 256) == MASK_SINK).any()
     assert w.controls["sinks"].disabled  # a control with no effect is disabled
     w.controls["context"].value = 320  # now keys 0..15 lie outside the window again
     assert not w.controls["sinks"].disabled
-    assert (plots.mask_drawn(w.artists["mask"], 320)[-1, :8] == MASK_SINK).all()
+    assert (plots._mask_drawn(w.artists["mask"], 320)[-1, :8] == MASK_SINK).all()
 
 
 def test_the_figure_fits_and_its_keys_are_off_the_data(w):

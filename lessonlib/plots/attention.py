@@ -6,7 +6,7 @@ Colours are the Okabe-Ito palette (colour-blind safe) and every series also diff
 style or marker, so the figures stay readable printed in grey.
 
 Legends never sit on the data: a panel's key is a header above its axes, under the panel's
-title (``legend_header``), or a column beside them. Labels that never move (the value vectors'
+title (``_legend_header``), or a column beside them. Labels that never move (the value vectors'
 names, "break-even") are figure texts placed in data coordinates, and after a widget has frozen
 its layout ``legends_to_figure`` makes each legend a figure legend at the same place: a
 blitted redraw (``lessonlib.widgets._base.Explorer``) then leaves all of them in the cached
@@ -23,23 +23,22 @@ from ._common import (code_key, code_map_axes, draw_log_curves, fit_log_ylim, se
 from ._style import PALETTE, STYLES
 
 __all__ = [
-    "PALETTE", "STYLES", "LEGEND_FONTSIZE", "NOTE_FONTSIZE", "fit_log_ylim", "legend_header",
-    "legend_beside", "legends_to_figure", "fix_ticks", "draw_curves", "update_curves",
+    "PALETTE", "STYLES", "fit_log_ylim", "legends_to_figure", "fix_ticks", "update_curves",
     "draw_memory_curves", "draw_flop_curves", "draw_softmax_terms", "update_softmax_terms",
-    "draw_value_plane", "update_value_plane", "tile_rectangles", "draw_block_map",
-    "update_block_map", "draw_ratio_curves", "update_ratio_curves", "BLOCK_COLOURS",
+    "draw_value_plane", "update_value_plane", "draw_block_map",
+    "update_block_map", "draw_ratio_curves", "update_ratio_curves",
 ]
 
 # The smallest type in these figures (legend entries, notes on the data), in points: 12.5 px at
 # the laptop's 100 dpi, 16 px at the presenter's 130 dpi before the page scales the figure.
-LEGEND_FONTSIZE = 9
+_LEGEND_FONTSIZE = 9
 """9 points, the legend entries' type size."""
-NOTE_FONTSIZE = 9
+_NOTE_FONTSIZE = 9
 """9 points, the type size of notes on the data."""
 
 # The block map's colour and name of each tile code, indexed by lessonlib.attention's codes
 # (TILE_SKIPPED = 0, TILE_MASKED = 1, TILE_FULL = 2).
-BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
+_BLOCK_COLOURS = ["#E8E8E8", PALETTE["orange"], PALETTE["blue"]]  # light grey: skipped
 """The block map's colour of each tile code, indexed by ``lessonlib.attention``'s codes: light
 grey (skipped), orange (masked), blue (full)."""
 _BLOCK_LABELS = ["skipped", "masked", "full"]
@@ -50,13 +49,13 @@ MARGIN = (3.0, 3.0)  # these curves' y range: the lowest / 3 to the highest x 3 
 
 def _legend(ax, handles, labels, **kw):
     """An axes legend that remembers how it was made (``legends_to_figure`` remakes it)."""
-    kw = dict(fontsize=LEGEND_FONTSIZE, **kw)
+    kw = dict(fontsize=_LEGEND_FONTSIZE, **kw)
     legend = ax.legend(handles, labels, **kw)
     legend.lessonlib_spec = dict(handles=list(handles), labels=list(labels), kw=kw)
     return legend
 
 
-def legend_header(ax, title, handles=None, labels=None, *, ncols=None):
+def _legend_header(ax, title, handles=None, labels=None, *, ncols=None):
     """The panel's title with its key under it, both above the axes: nothing covers the data.
 
     The title is the legend's title (a constrained layout then leaves room for both); it is
@@ -71,7 +70,7 @@ def legend_header(ax, title, handles=None, labels=None, *, ncols=None):
                    handlelength=2.4)
 
 
-def legend_beside(ax, handles=None, labels=None):
+def _legend_beside(ax, handles=None, labels=None):
     """The key in a column to the right of the axes (outside them)."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
@@ -122,12 +121,12 @@ def fix_ticks(fig):
 def _note(ax, x, y, text, *, dx=0, dy=0, **kw):
     """A fixed label at data point (x, y), offset by (dx, dy) points: a figure text (static)."""
     where = offset_copy(ax.transData, fig=ax.figure, x=dx, y=dy, units="points")
-    return ax.figure.text(x, y, text, transform=where, fontsize=NOTE_FONTSIZE, **kw)
+    return ax.figure.text(x, y, text, transform=where, fontsize=_NOTE_FONTSIZE, **kw)
 
 
 # ------------------------------------------------------------------ curves (notebooks 01, 03)
 
-def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=token_label,
+def _draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=token_label,
                 ncols=2):
     """Curves over a log2 x axis (log y), each with a marker at ``marker_x`` and a cursor line
     (``_common.draw_log_curves``), the y range fitted with ``MARGIN``.
@@ -140,7 +139,7 @@ def draw_curves(ax, x, curves, *, marker_x, xlabel, ylabel, title, xformatter=to
                               ylabel=ylabel, xformatter=xformatter, y_numticks=7)
     update_curves(ax, artists, curves, marker_x=marker_x)
     lines = artists["lines"]
-    legend_header(ax, title, list(lines.values()), list(lines), ncols=min(ncols, len(lines)))
+    _legend_header(ax, title, list(lines.values()), list(lines), ncols=min(ncols, len(lines)))
     return artists
 
 
@@ -153,13 +152,13 @@ def update_curves(ax, artists, curves, *, marker_x, rescale=True):
 def draw_memory_curves(ax, lengths, curves_gib, *, marker_n,
                        title="Memory: S grows as n², the KV cache as n"):
     """Notebook 01: memory (GiB, log) against context length (tokens, log2)."""
-    return draw_curves(ax, lengths, curves_gib, marker_x=marker_n,
+    return _draw_curves(ax, lengths, curves_gib, marker_x=marker_n,
                        xlabel="context n (tokens)", ylabel="memory (GiB)", title=title)
 
 
 def draw_flop_curves(ax, lengths, curves_tflop, *, marker_n, title="Prefill compute"):
     """Notebook 01: prefill FLOPs (TFLOP, log) against context length (tokens, log2)."""
-    return draw_curves(ax, lengths, curves_tflop, marker_x=marker_n,
+    return _draw_curves(ax, lengths, curves_tflop, marker_x=marker_n,
                        xlabel="context n (tokens)", ylabel="compute (TFLOP)", title=title)
 
 
@@ -185,7 +184,7 @@ def draw_softmax_terms(ax, labels, terms, *, seen, sink_index=None,
     if sink_index is not None:
         key.append(Patch(facecolor=PALETTE["orange"], edgecolor="black", hatch="//",
                          label="sink"))
-    legend_header(ax, title, key, [p.get_label() for p in key])
+    _legend_header(ax, title, key, [p.get_label() for p in key])
     update_softmax_terms(bars, terms, seen=seen, sink_index=sink_index)
     return bars
 
@@ -235,7 +234,7 @@ def draw_value_plane(ax, values, path, *, sink_output=None,
     ax.set_ylabel("value dim 1")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    legend_beside(ax)
+    _legend_beside(ax)
     artists = {"values": pts, "path": line, "current": current, "sink": sink, "labels": names}
     update_value_plane(artists, path, sink_output=sink_output)
     return artists
@@ -255,7 +254,7 @@ def update_value_plane(artists, path, *, sink_output=None):
 
 # ------------------------------------------------------------------ notebook 03: tiles
 
-def tile_rectangles(codes, *, block, n):
+def _tile_rectangles(codes, *, block, n):
     """Runs of equal tiles along each row of ``codes`` as rectangles in fractions of n.
 
     Returns (rects, code): rects (k, 5, 2) closed outlines (x = key position / n, y = query
@@ -291,12 +290,12 @@ def draw_block_map(ax, codes, *, block, n, title=None):
     """
     tiles = {code: ax.add_patch(PathPatch(_NO_PATH, facecolor=colour, edgecolor="none",
                                           linewidth=0))
-             for code, colour in enumerate(BLOCK_COLOURS)}
+             for code, colour in enumerate(_BLOCK_COLOURS)}
     grid = tile_grid(ax, zorder=3)
     code_map_axes(ax, xlabel="key position →", ylabel="query position →")
     ax.set_xticks([0.0, 1.0], ["0", "n"])
     ax.set_yticks([0.0, 1.0], ["0", "n"])
-    legend_beside(ax, code_key(BLOCK_COLOURS, _BLOCK_LABELS), _BLOCK_LABELS)
+    _legend_beside(ax, code_key(_BLOCK_COLOURS, _BLOCK_LABELS), _BLOCK_LABELS)
     artists = {"tiles": tiles, "grid": grid}
     update_block_map(ax, artists, codes, block=block, n=n, title=title)
     return artists
@@ -306,7 +305,7 @@ def update_block_map(ax, artists, codes, *, block, n, title=None):
     """New tiles (any T x T) for block size ``block`` and length ``n``; limits stay (0, 1)."""
     codes = np.asarray(codes)
     t = codes.shape[0]
-    rects, kinds = tile_rectangles(codes, block=block, n=n)
+    rects, kinds = _tile_rectangles(codes, block=block, n=n)
     for code, patch in artists["tiles"].items():
         mine = rects[kinds == code]
         patch.set_path(Path.make_compound_path_from_polys(mine) if len(mine) else _NO_PATH)
@@ -322,9 +321,9 @@ def draw_ratio_curves(ax, blocks, curves, *, marker_block, d,
 
     ``curves`` maps labels to ratios per block; a dashed line marks ratio 1 (tiling stops
     paying below it), labelled under its right end, where every curve runs above it. Returns
-    the same dict as ``draw_curves`` plus ``break_even`` (the line) and ``break_even_label``.
+    the same dict as ``_draw_curves`` plus ``break_even`` (the line) and ``break_even_label``.
     """
-    artists = draw_curves(ax, blocks, curves, marker_x=marker_block,
+    artists = _draw_curves(ax, blocks, curves, marker_x=marker_block,
                           xlabel="block size B", ylabel="naive / tiled floats", title=title,
                           xformatter=lambda x, _pos=None: f"{x:g}", ncols=len(curves))
     artists["break_even"] = ax.axhline(1.0, color="black", linestyle="--", linewidth=1)

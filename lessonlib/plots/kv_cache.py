@@ -18,9 +18,8 @@ from ._style import PALETTE, STYLES
 
 __all__ = ["PALETTE", "STYLES", "token_label", "draw_size_curves", "update_size_curves",
            "draw_budget", "update_budget", "fit_log_ylim",
-           "draw_head_map", "update_head_map", "pin_legend", "medium_titles",
-           "legend_clear_of_data", "outside_ticks", "place_ticks", "first_middle_last",
-           "boxes_path", "cells_filled", "head_map_centres"]
+           "draw_head_map", "update_head_map", "pin_legend", "medium_titles", "outside_ticks",
+           "place_ticks", "first_middle_last", "boxes_path"]
 
 
 def pin_legend(ax):
@@ -29,7 +28,7 @@ def pin_legend(ax):
     A blitting ``Explorer`` redraws everything that belongs to an axes on every slider step,
     its legend too (a legend costs more than the lines it names); a figure's legend is drawn
     once, into the background. Call it after the layout is frozen (``freeze_layout``), on a
-    legend placed clear of the data (``legend_clear_of_data``): lines drawn later go on top.
+    legend placed clear of the data (``_legend_clear_of_data``): lines drawn later go on top.
     """
     legend = ax.get_legend()
     if legend is None:
@@ -108,7 +107,7 @@ def medium_titles(*axes):
         ax.title.set_fontsize("medium")
 
 
-def legend_clear_of_data(legend, artists, *, pad_px=6.0):
+def _legend_clear_of_data(legend, artists, *, pad_px=6.0):
     """True when no point of ``artists`` (lines: their vertices, finite ones only; markers
     included: ``pad_px`` is about half a marker) falls inside the legend's box, in display
     pixels. Draw the figure first."""
@@ -202,7 +201,7 @@ def boxes_path(x0, x1, y0, y1):
                                                                      [Path.MOVETO])
 
 
-def cells_filled(patch, centres):
+def _cells_filled(patch, centres):
     """Which of the points ``centres`` ((k, 2), data coordinates) a patch drawn from
     ``boxes_path`` covers: what the picture shows, read back (for tests)."""
     return patch.get_path().contains_points(np.asarray(centres, dtype=float))
@@ -233,7 +232,7 @@ def draw_head_map(ax, head_map, n_kv, *, title=None, labels_fontsize=None):
     return artists
 
 
-def head_map_centres(hq, n_kv):
+def _head_map_centres(hq, n_kv):
     """The centres of the grid's cells in the head map's data coordinates, (n_kv * hq, 2), row
     by row: KV head k's row spans y = k / n_kv .. (k + 1) / n_kv, query head h's column
     x = h - 0.5 .. h + 0.5."""

@@ -23,7 +23,7 @@ from matplotlib.transforms import ScaledTranslation
 from ._style import PALETTE, series_styles
 
 __all__ = [
-    "PALETTE", "SERIES", "TWO_PI", "draw_key", "draw_key_row", "draw_clock_hands",
+    "PALETTE", "TWO_PI", "draw_clock_hands",
     "update_clock_hands",
     "draw_angle_coverage", "update_angle_coverage", "draw_frequency_ratios",
     "update_frequency_ratios", "draw_wavelengths", "update_wavelengths", "draw_yarn_ramp",
@@ -33,16 +33,16 @@ __all__ = [
 TWO_PI = 2.0 * math.pi
 """2 pi, a whole turn in radians."""
 # One colour, line style and marker per series, in order.
-SERIES = series_styles(["black", "blue", "vermillion", "green", "purple", "orange"])
+_SERIES = series_styles(["black", "blue", "vermillion", "green", "purple", "orange"])
 """The series' colour, line style and marker, in order: the clock's hands, the scaling methods."""
 BAND_COLOUR = PALETTE["yellow"]
 
 
 def _series(i):
-    return SERIES[i % len(SERIES)]
+    return _SERIES[i % len(_SERIES)]
 
 
-def draw_key(ax, items, *, corner="lower left", fontsize=9):
+def _draw_key(ax, items, *, corner="lower left", fontsize=9):
     """A legend drawn once as plain artists: a white box, a short sample of each series and its
     label, pinned to a corner of ``ax`` (sizes in inches, so it follows any relayout or dpi).
 
@@ -87,7 +87,7 @@ def draw_key(ax, items, *, corner="lower left", fontsize=9):
     return {"texts": texts, "box": box}
 
 
-def draw_key_row(fig, items, *, loc="outside upper center", fontsize=9):
+def _draw_key_row(fig, items, *, loc="outside upper center", fontsize=9):
     """A one-row key outside the data, heading the figure. ``items`` is a list of
     ``(label, artist)``; ``loc`` is an "outside ..." place: constrained layout makes room for it
     before ``freeze_layout``. A figure legend is part of a blitting widget's background: it is
@@ -222,7 +222,7 @@ def draw_angle_coverage(ax, pairs, trained_arcs, angles, outside,
     ax.set_xlabel("pair i (fast → slow)")
     ax.set_ylabel("angle (rad, mod 2π)")
     ax.set_title(title)
-    key = draw_key_row(ax.figure, [("seen in training", trained), ("angle at m", dots),
+    key = _draw_key_row(ax.figure, [("seen in training", trained), ("angle at m", dots),
                                    ("never seen", unseen)], loc="outside upper right",
                        fontsize=fontsize)
     return {"trained": trained, "dots": dots, "outside": unseen, "key": key}
@@ -277,7 +277,7 @@ def draw_frequency_ratios(ax, pairs, ratios, band, *, xlabel=True, ylim=(1 / 100
     _pair_axis(ax, pairs, xlabel)
     ax.set_ylabel("θ′/θ (1 = unchanged)")
     ax.set_title(title)
-    legend = draw_key_row(ax.figure, [("original", original), *lines.items(),
+    legend = _draw_key_row(ax.figure, [("original", original), *lines.items(),
                                       ("YaRN band", band_span)], fontsize=fontsize) if key else None
     return {"lines": lines, "original": original, "band": band_span, "key": legend}
 

@@ -13,7 +13,7 @@ from ._style import text_colour_on
 
 __all__ = ["draw_training_log", "draw_extension_accuracy", "draw_position_loss",
            "update_position_loss", "draw_length_cursor", "draw_needle_fractions",
-           "draw_sink_mass", "draw_stream_loss", "extension_colours", "STREAM_LABELS"]
+           "draw_sink_mass", "draw_stream_loss"]
 
 
 def _label(cell):
@@ -55,7 +55,7 @@ def draw_training_log(ax_loss, ax_acc, rows, *, phase="base", curriculum_until=0
     return lines
 
 
-def extension_colours(extension, cells=None):
+def _extension_colours(extension, cells=None):
     """One colour per (model, variant) of the sweep, in the sweep's order: the accuracy and the
     loss panels draw each cell in the same colour, so one legend serves both."""
     keys = []
@@ -82,7 +82,7 @@ def draw_extension_accuracy(ax, extension, *, cells=None, legend=True):
     for c in extension["cells"]:
         if cells is None or (c["model"], c["variant"]) in cells:
             groups.setdefault((c["model"], c["variant"]), []).append(c)
-    colours = extension_colours(extension, cells)
+    colours = _extension_colours(extension, cells)
     lines = {}
     for key, cs in groups.items():
         cs = sorted(cs, key=lambda c: c["length"])
@@ -109,7 +109,7 @@ def draw_position_loss(ax, extension, *, length, cells=None, max_length=None, yl
                        legend=True):
     """Mean next-token loss against position in documents of ``length`` tokens, one line per
     (model, variant) cell. Returns ``{(model, variant): line}`` for ``update_position_loss``."""
-    colours = extension_colours(extension, cells)
+    colours = _extension_colours(extension, cells)
     lines = {}
     for c in extension["cells"]:
         key = (c["model"], c["variant"])
@@ -206,7 +206,7 @@ def draw_sink_mass(ax, cell, *, key="mass_first1", fontsize=10, colorbar=True):
     return image, bar
 
 
-STREAM_LABELS = {"dense": "dense cache (positions to {last:,})",
+_STREAM_LABELS = {"dense": "dense cache (positions to {last:,})",
                  "window": "window of {cache}, no sinks",
                  "sinks": "4 sinks + {recent} recent"}
 """The legend's name of each cache of the streaming experiment, as format strings."""
@@ -218,7 +218,7 @@ def draw_stream_loss(ax, streaming, *, labels=None, legend=True, fontsize=10):
     cache = streaming["cache_tokens"]
     labels = labels or {name: text.format(last=streaming["length"] - 1, cache=cache,
                                           recent=cache - 4)
-                        for name, text in STREAM_LABELS.items()}
+                        for name, text in _STREAM_LABELS.items()}
     lines = []
     b = streaming["bin"]
     for name, c in streaming["caches"].items():

@@ -14,20 +14,19 @@ from ._style import PALETTE
 from .kv_cache import first_middle_last, medium_titles, outside_ticks, pin_legend, place_ticks
 
 __all__ = [
-    "PALETTE", "TILE_LABELS", "WORK_STYLES", "EDGE_LABEL", "draw_tile_map", "update_tile_map",
-    "mask_edges", "draw_work_curves", "update_work_curves", "pin_legend", "medium_titles",
+    "PALETTE", "draw_tile_map", "update_tile_map", "draw_work_curves", "update_work_curves", "pin_legend", "medium_titles",
 ]
 
 
 # The name and colour of each tile code, indexed by lessonlib.attention's codes (TILE_SKIPPED
 # = 0, TILE_MASKED = 1, TILE_FULL = 2: what kernel_tile_map and kernel_tile_plan record).
-TILE_LABELS = ("skipped (never loaded)", "computed with the mask", "computed, no mask")
+_TILE_LABELS = ("skipped (never loaded)", "computed with the mask", "computed, no mask")
 """The name of each tile code in the key, indexed by ``lessonlib.attention``'s codes."""
 # Light grey, mid orange, dark blue: three distinct greys when printed without colour.
 _TILE_COLOURS = ("#EBEBEB", PALETTE["orange"], PALETTE["blue"])
 
 # One style per work curve, in order: a colour, a line style and a marker each.
-WORK_STYLES = (dict(color=PALETTE["grey"], linestyle=":", marker="s"),
+_WORK_STYLES = (dict(color=PALETTE["grey"], linestyle=":", marker="s"),
                dict(color=PALETTE["vermillion"], linestyle="--", marker="^"),
                dict(color=PALETTE["blue"], linestyle="-", marker="o"))
 """One style per work curve, in order: a colour, a line style and a marker each."""
@@ -56,9 +55,9 @@ def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tok
     code_map_axes(ax, xlabel="key block j (BLOCK_N keys each)",
                   ylabel="query block = program pid_m", aspect="auto")
     grid = tile_grid(ax)
-    edges, = ax.plot([], [], color="black", linewidth=1.3, label=EDGE_LABEL)
+    edges, = ax.plot([], [], color="black", linewidth=1.3, label=_EDGE_LABEL)
     index = outside_ticks(ax, fontsize=labels_fontsize)  # blocks 0, t // 2 and t - 1
-    legend_under(ax, code_key(_TILE_COLOURS, TILE_LABELS) + [edges], ncol=2, fontsize=8,
+    legend_under(ax, code_key(_TILE_COLOURS, _TILE_LABELS) + [edges], ncol=2, fontsize=8,
                  handlelength=1.4, columnspacing=1.0)
     artists = {"image": image, "grid": grid, "edges": edges, "index": index}
     update_tile_map(ax, artists, codes, title=title, n=n, block=block, window=window,
@@ -66,11 +65,11 @@ def draw_tile_map(ax, codes, *, title, n=None, block=None, window=None, sink_tok
     return artists
 
 
-EDGE_LABEL = "exact mask edges (tokens)"
-"""The key's name for the mask's edges drawn over the tiles (``mask_edges``)."""
+_EDGE_LABEL = "exact mask edges (tokens)"
+"""The key's name for the mask's edges drawn over the tiles (``_mask_edges``)."""
 
 
-def mask_edges(n, block, *, causal=True, window=None, sink_tokens=0):
+def _mask_edges(n, block, *, causal=True, window=None, sink_tokens=0):
     """The mask's edges for n queries and n keys, in the map's coordinates (0..1 across the
     cdiv(n, block) tiles): (x, y) arrays with NaN between pieces. Query p sees key j when
     ``j <= p`` (causal), ``p - j < window`` and, outside the window, ``j < sink_tokens``;
@@ -106,7 +105,7 @@ def update_tile_map(ax, artists, codes, *, title, n=None, block=None, window=Non
         place_ticks(artists["index"], axis, [(k + 0.5) / count for k in at], at)
     artists["edges"].set_linewidth(1.3 if max(rows, cols) <= 64 else 0.9)
     if n is not None and block is not None:
-        artists["edges"].set_data(*mask_edges(n, block, causal=causal, window=window,
+        artists["edges"].set_data(*_mask_edges(n, block, causal=causal, window=window,
                                               sink_tokens=sink_tokens))
     else:
         artists["edges"].set_data([], [])
@@ -125,7 +124,7 @@ def draw_work_curves(ax, lengths, curves, *, marker_n, ylim, ticks=None,
     (``_common.draw_log_curves``). Returns its dict (``lines`` and ``markers``: label ->
     Line2D, ``cursor``).
     """
-    artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=WORK_STYLES,
+    artists = draw_log_curves(ax, lengths, curves, marker_x=marker_n, styles=_WORK_STYLES,
                               xlabel="sequence length n = nq = nk (tokens)",
                               ylabel="tiles computed (program x key block)", xticks=ticks,
                               y_numticks=8)

@@ -13,13 +13,12 @@ from ..attention import MASK_HIDDEN, MASK_SINK, MASK_WINDOW
 from ._common import code_key, code_map_axes, legend_under
 from .kv_cache import PALETTE, boxes_path, first_middle_last, outside_ticks, place_ticks
 
-__all__ = ["MASK_LABELS", "token_ticks", "mask_outline", "draw_window_mask",
-           "update_window_mask", "draw_layer_cache", "update_layer_cache", "legend_under",
-           "bar_heights", "mask_drawn"]
+__all__ = ["draw_window_mask", "update_window_mask", "draw_layer_cache", "update_layer_cache",
+           "legend_under", "bar_heights"]
 
 # The colour of each mask code, indexed by lessonlib.attention's codes (MASK_HIDDEN = 0: a key
 # the query cannot see, MASK_WINDOW = 1: inside its window or causal range, MASK_SINK = 2:
-# seen only because it is a kept sink token); MASK_LABELS names them.
+# seen only because it is a kept sink token); _MASK_LABELS names them.
 _MASK_COLOURS = ["#FFFFFF", PALETTE["blue"], PALETTE["orange"]]
 _GLOBAL = dict(color=PALETTE["blue"], hatch=None)
 _LOCAL = dict(color=PALETTE["orange"], hatch="//")
@@ -30,7 +29,7 @@ _ENGINE_STYLES = [dict(color=PALETTE["vermillion"], linestyle="--"),
 
 def draw_window_mask(ax, codes, *, title="", labels_fontsize=None):
     """An (n, n) mask of ``attention.mask_codes``'s MASK_HIDDEN / MASK_WINDOW / MASK_SINK codes:
-    query position down, key position across, each code's cells one polygon (``mask_outline``: the exact cells, drawn
+    query position down, key position across, each code's cells one polygon (``_mask_outline``: the exact cells, drawn
     in a fraction of the time an n x n image takes). The mask fills the axes whatever n is
     (both axes run from 0 to 1, ``_common.code_map_axes``, so a widget that changes n redraws the polygons and three
     position labels per axis, never the axes); the colours' key is a legend under the axes.
@@ -46,23 +45,23 @@ def draw_window_mask(ax, codes, *, title="", labels_fontsize=None):
         ax.add_patch(shape)
     code_map_axes(ax, xlabel="key position j", ylabel="query position p")
     ticks = outside_ticks(ax, fontsize=labels_fontsize)  # sets the labels' labelpad
-    legend_under(ax, code_key(_MASK_COLOURS, MASK_LABELS, linewidth=0.5), ncol=2,
+    legend_under(ax, code_key(_MASK_COLOURS, _MASK_LABELS, linewidth=0.5), ncol=2,
                  handlelength=1.2, columnspacing=0.8)
     artists = dict(shapes, ticks=ticks)
     update_window_mask(ax, artists, codes, title=title)
     return artists
 
 
-MASK_LABELS = ("masked", "inside the window", "sink, kept forever")
+_MASK_LABELS = ("masked", "inside the window", "sink, kept forever")
 """The key's name of each cell code, indexed by ``lessonlib.attention``'s MASK_* codes."""
 
 
-def token_ticks(n):
+def _token_ticks(n):
     """The positions a mask of n tokens labels on each axis: 0, n // 2 and n - 1."""
     return first_middle_last(n)
 
 
-def mask_outline(codes, code):
+def _mask_outline(codes, code):
     """The cells of ``codes`` (n rows) equal to ``code`` as one polygon, in cell units (row p
     spans y = p..p+1, column j spans x = j..j+1): each row's cells must be one run, as in a
     causal window mask (the window's keys, or the sinks before it). Returns (4 n, 2)
@@ -84,7 +83,7 @@ def mask_outline(codes, code):
     return np.vstack([right, left]).astype(float)
 
 
-def mask_drawn(artists, n):
+def _mask_drawn(artists, n):
     """The (n, n) codes the mask's polygons draw, read back at every cell's centre (for tests):
     MASK_WINDOW or MASK_SINK where a polygon covers the cell, MASK_HIDDEN elsewhere."""
     p, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -100,9 +99,9 @@ def update_window_mask(ax, artists, codes, *, title=""):
     codes = np.asarray(codes)
     n = codes.shape[0]
     for name, code in (("window", MASK_WINDOW), ("sinks", MASK_SINK)):
-        artists[name].set_xy(mask_outline(codes, code) / n)
+        artists[name].set_xy(_mask_outline(codes, code) / n)
     artists["codes"] = codes
-    at = token_ticks(n)  # positions 0, n // 2 and n - 1, at their cells' centres
+    at = _token_ticks(n)  # positions 0, n // 2 and n - 1, at their cells' centres
     for axis in ("x", "y"):
         place_ticks(artists["ticks"], axis, [(p + 0.5) / n for p in at], at)
     ax.title.set_text(title)
