@@ -51,9 +51,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as check
-from .. import kv_cache as kc
-from .. import rope
 from . import int_key, text_config
+from . import rope
+from .shape import layer_windows, model_shape, swa_pattern
 from .configs import config_dict
 
 __all__ = ["read_gguf", "write_gguf", "write_model_gguf", "finish", "GGUFModel", "ARCHITECTURES", "MODEL_TYPES"]
@@ -380,7 +380,7 @@ def _windows(f, cfg, arch, layers):
     pattern = f.get("attention.sliding_window_pattern")
     if pattern is not None and not isinstance(pattern, list):  # an array is ignored by llama.cpp
         period = f.whole("attention.sliding_window_pattern", pattern, minimum=0)
-    local = kc.swa_pattern(period, layers)
+    local = swa_pattern(period, layers)
     cfg["sliding_window"] = n_swa
     cfg["layer_types"] = ["sliding_attention" if x else "full_attention" for x in local]
     if arch == "gemma3":
@@ -440,8 +440,7 @@ def _llama3_factors(config):
     over lessonlib's llama3 frequencies."""
     sp = rope.scaling_parameters(config)
     plain = sp.base ** (-np.arange(0, sp.rotary_dim, 2, dtype=np.float64) / sp.rotary_dim)
-    scaled, _ = rope.rope_frequencies(config)
-    return plain / scaled
+    return plain / rope.INV_FREQ["llama3"](sp, None)
 
 
 def write_gguf(path, config, *, hidden_size=8, seed=0):
@@ -472,7 +471,7 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
         raise ValueError(f"config.model_type {mt!r} has no GGUF architecture here (known: "
                          f"{', '.join(MODEL_TYPES)})")
     arch = MODEL_TYPES[mt]
-    shape = kc.model_shape(cfg)
+    shape = model_shape(cfg)
     w = gguf.GGUFWriter(path, arch)
     w.add_block_count(shape.layers)
     w.add_context_length(int_key(cfg, "max_position_embeddings"))  # missing: named
@@ -501,14 +500,14 @@ def _writer_with_keys(path, cfg, hidden_size, intermediate_size):
         w.add_key_length(shape.head_dim)
         w.add_value_length(shape.v_head_dim)
         w.add_rope_dimension_count(rope.rotary_dim(cfg))
-    windows = kc.layer_windows(cfg)
+    windows = layer_windows(cfg)
     local = [x is not None for x in windows]
     tensors = {}
     if arch in _SWA_PERIOD and any(local):
         W = next(x for x in windows if x is not None)
         w.add_sliding_window(W)
         period = next((n for n in range(1, shape.layers + 1)
-                       if kc.swa_pattern(n, shape.layers).tolist() == local), None)
+                       if swa_pattern(n, shape.layers).tolist() == local), None)
         if period is None:
             raise ValueError("config's sliding layers follow no llama.cpp pattern (il % n < n - 1)")
         if period != _SWA_PERIOD[arch]:
@@ -556,7 +555,7 @@ def write_model_gguf(path, config, *, hidden_size=None, intermediate_size=128, v
     """
     path = check.text("path", path)
     cfg = dict(text_config(config_dict(config)))
-    shape = kc.model_shape(cfg)
+    shape = model_shape(cfg)
     mt = cfg.get("model_type")
     arch = MODEL_TYPES.get(mt)
     square = shape.heads * shape.head_dim
