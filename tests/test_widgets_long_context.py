@@ -89,7 +89,7 @@ def test_readout_lines_do_not_wrap(w, dtype_bytes):
         w.controls["n"].value = n
         lines = w.readout.splitlines()
         assert len(lines) == 3 and max(map(len, lines)) <= 105, lines
-        assert dict((b, label) for label, b in lc.KV_DTYPES)[dtype_bytes] in lines[-1]
+        assert dict((b, label) for label, b in lc._KV_DTYPES)[dtype_bytes] in lines[-1]
 
 
 def test_kv_buttons_show_their_whole_labels(w):

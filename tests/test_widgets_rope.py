@@ -20,9 +20,9 @@ def head(b, r=128):
 
 
 def test_pair_ranges():
-    assert W.pair_ranges([]) == "none"
-    assert W.pair_ranges([3]) == "3"
-    assert W.pair_ranges([0, 3, 4, 5, 9]) == "0, 3-5, 9"
+    assert W._pair_ranges([]) == "none"
+    assert W._pair_ranges([3]) == "3"
+    assert W._pair_ranges([0, 3, 4, 5, 9]) == "0, 3-5, 9"
 
 
 # ------------------------------------------------------------------ notebook 07
@@ -39,7 +39,7 @@ def test_clock_explorer_starts_at_example_12():
     assert "turned 651.9 times" in w.readout
     assert "slowest pair 63: 1.89 rad at m; training reached 0.47 rad" in w.readout
     outside = np.flatnonzero(R.outside_trained_arc(head(1e4), 16383, 4096))
-    assert f"never seen in training: {outside.size} (pairs {W.pair_ranges(outside)})" in w.readout
+    assert f"never seen in training: {outside.size} (pairs {W._pair_ranges(outside)})" in w.readout
     theta = head(1e4)
     np.testing.assert_allclose(w.artists["coverage"]["dots"].get_ydata(),
                                np.mod(16383 * theta, 2 * np.pi))
@@ -62,7 +62,7 @@ def test_clock_explorer_follows_position_base_and_length():
     assert w.values["fine"] == 0 and "position m = 32,768 ·" in w.readout
     theta = head(5e5)
     never = R.pairs_never_turning(theta, 8192)
-    assert f"{never.size} of 64 (pairs {W.pair_ranges(never)})" in w.readout
+    assert f"{never.size} of 64 (pairs {W._pair_ranges(never)})" in w.readout
     assert never.size == 29
     out = np.flatnonzero(R.outside_trained_arc(theta, 32768, 8192))
     np.testing.assert_array_equal(w.artists["coverage"]["outside"].get_xdata(), out)
@@ -70,20 +70,20 @@ def test_clock_explorer_follows_position_base_and_length():
                                np.minimum(8191 * theta, 2 * np.pi))
     np.testing.assert_array_equal(w.data["never"], never)
     assert f"{32768 * theta[63]:.2f} rad at m" in w.readout
-    # the cached per-(b, n_train) arrays are what clock_data computes
-    for key, value in W.clock_data(32768, 500_000, 8192).items():
+    # the cached per-(b, n_train) arrays are what _clock_data computes
+    for key, value in W._clock_data(32768, 500_000, 8192).items():
         np.testing.assert_array_equal(w.data[key], value)
 
 
 def test_clock_data_keeps_each_settings_arrays_once_read_only():
-    """A step of m reuses the arrays of its (b, n_train, r): clock_data's own cache, no copy of
-    clock_data in the explorer; only the angles at m are new."""
-    a, b = W.clock_data(100, 10_000, 4096), W.clock_data(200, 10_000, 4096)
+    """A step of m reuses the arrays of its (b, n_train, r): _clock_data's own cache, no copy of
+    _clock_data in the explorer; only the angles at m are new."""
+    a, b = W._clock_data(100, 10_000, 4096), W._clock_data(200, 10_000, 4096)
     for key in ("theta", "trained", "never", "turns"):
         assert a[key] is b[key] and not a[key].flags.writeable, key
     assert a["angles"] is not b["angles"]
     np.testing.assert_array_equal(a["on_clock"], R.clock_angle(head(1e4), 100))
-    np.testing.assert_array_equal(W.clock_data(100, 20_000, 4096)["theta"], head(2e4))
+    np.testing.assert_array_equal(W._clock_data(100, 20_000, 4096)["theta"], head(2e4))
     with pytest.raises(ValueError, match="read-only"):
         a["theta"][0] = 2.0
 
@@ -92,7 +92,7 @@ def test_clock_explorer_reaches_the_last_trained_position_one_step_at_a_time():
     """The text asks for m = 4,095, then past it: a coarse stop and single fine steps."""
     w = W.clock_explorer(HEAD, n_train=4096)
     coarse, fine = w.controls["coarse"], w.controls["fine"]
-    assert coarse.step == W.COARSE_STEP == 1024 and coarse.max == 65536
+    assert coarse.step == W._COARSE_STEP == 1024 and coarse.max == 65536
     assert fine.step == 1 and (fine.min, fine.max) == (-512, 512)
     assert coarse.description == "coarse m" and fine.description == "fine"
     coarse.value = 4096
@@ -105,7 +105,7 @@ def test_clock_explorer_reaches_the_last_trained_position_one_step_at_a_time():
     assert w.data["m"] == 4097 and "position m = 4,096 + 1 = 4,097" in w.readout
     # every position is a coarse stop and a fine offset on the sliders
     for m in (0, 1, 511, 512, 513, 4095, 16383, 65534, 65535):
-        c, f = W.split_position(m, 1024, 65536)
+        c, f = W._split_position(m, 1024, 65536)
         assert c + f == m and c % 1024 == 0 and 0 <= c <= 65536 and -512 <= f <= 512, m
     # the ends: m stays inside 0..max_position
     coarse.value, fine.value = 0, -5
@@ -246,7 +246,7 @@ def test_scaling_explorer_factor_moves_the_curves_and_states_the_band():
 
 
 def test_scaling_data_reads_every_number_of_the_readout_from_rope():
-    d = W.scaling_data(4.0, 10_000, 4096)
+    d = W._scaling_data(4.0, 10_000, 4096)
     yarn = R.rope_frequencies({**HEAD, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
                                                         "original_max_position_embeddings": 4096}})
     assert d["mu"] == R.yarn_mscale(4.0) == yarn[1]  # μ is what the YaRN table carries
@@ -439,9 +439,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 _RS = dict(r=ints(minimum=2) | st.just(127))
 BAD_INPUTS = [
-    Case(W.pair_ranges, args=([0, 3, 4, 5],),
+    Case(W._pair_ranges, args=([0, 3, 4, 5],),
          bad=dict(indices=st.sampled_from([[1.5], [-1], [3, 2], "0-3", None, [True]]))),
-    Case(W.clock_data, args=(100, 10_000, 4096),
+    Case(W._clock_data, args=(100, 10_000, 4096),
          bad=dict(m=ints(minimum=0), b=reals(above=1.0), n_train=ints(minimum=1), **_RS)),
     Case(W.clock_explorer, args=(HEAD,), kwargs=dict(n_train=4096, m=100),
          bad=dict(m=ints(minimum=0, maximum=65535), **{"config.rope_theta": reals(above=1.0, none_ok=True)},
@@ -449,9 +449,9 @@ BAD_INPUTS = [
                   max_position=ints(minimum=1), coarse_step=ints(minimum=2),
                   **{"config.head_dim": ints(minimum=2)}),
          names={"config.rope_theta": "rope_theta", "config.head_dim": "head_dim"}),
-    Case(W.split_position, args=(4095,), bad=dict(m=ints(minimum=0),
+    Case(W._split_position, args=(4095,), bad=dict(m=ints(minimum=0),
                                                   coarse_step=ints(minimum=2))),
-    Case(W.scaling_data, args=(4.0, 10_000, 4096),
+    Case(W._scaling_data, args=(4.0, 10_000, 4096),
          bad=dict(s=reals(minimum=1.0), b=reals(above=1.0), L0=ints(minimum=1),
                   beta_fast=reals(above=0.0) | st.just(0.5), truncate=flags(), **_RS),
          names=dict(beta_fast="beta_fast")),

@@ -79,7 +79,7 @@ def _boxes(v):
 def test_every_view_fits_a_laptop_with_readable_text(view):
     _, v = view
     assert v.fig.get_size_inches()[0] <= W.FIGURE_WIDTH + 1e-9
-    assert v.smallest_text_px() >= W.MIN_FONT * v.fig.dpi / 72 - 1e-9
+    assert v.smallest_text_px() >= W._MIN_FONT * v.fig.dpi / 72 - 1e-9
 
 
 def test_numbers_on_cells_contrast_with_their_cell(heatmap_view):

@@ -39,7 +39,7 @@ def test_vectorised_tile_counts_equal_the_kernel_plans(block):
                 for sinks in ((0, 4, 70, 128) if window else (0,)):
                     opts = dict(causal=causal, window=window or None, sink_tokens=sinks,
                                 block_m=block, block_n=block)
-                    assert W.tile_counts(n, causal, window, sinks, block) == \
+                    assert W._tile_counts(n, causal, window, sinks, block) == \
                         KP.kernel_tile_counts(n, n, **opts), (n, opts)
 
 

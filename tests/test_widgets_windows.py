@@ -67,7 +67,7 @@ def test_window_slider_changes_readout_mask_bars_and_pixels(w):
     entries, _ = expected_entries(256, 129, 4)
     assert w.artists["bars"]["local"] is bars  # updated in place
     assert plots.bar_heights(w.artists["bars"]) == entries.tolist()
-    cfg = ww.with_window(GPT_OSS, 129)
+    cfg = ww._with_window(GPT_OSS, 129)
     llama = kv_cache_bytes(cfg, 256, engine="llama.cpp").sliding_layers
     vllm = kv_cache_bytes(cfg, 256, engine="vllm").sliding_layers
     levels = w.artists["bars"]["levels"]
@@ -80,7 +80,7 @@ def test_whole_cache_numbers_follow_the_engines(w):
     w.controls["context"].value = 512
     w.controls["window"].value = 100
     w.controls["sinks"].value = 0
-    cfg = ww.with_window(GPT_OSS, 100)
+    cfg = ww._with_window(GPT_OSS, 100)
     for engine, label in (("llama.cpp", "llama.cpp"), ("vllm", "vLLM")):
         mib = kv_cache_bytes(cfg, 512, engine=engine).total_mib
         assert f"{label} {mib:.2f} MiB" in w.readout
@@ -147,7 +147,7 @@ from _bad import Case, bad_input_tests, ints  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 BAD_INPUTS = [
-    Case(ww.with_window, args=(GPT_OSS, 64),
+    Case(ww._with_window, args=(GPT_OSS, 64),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None]), window=ints(minimum=1))),
     Case(ww.window_explorer, args=("gpt-oss-20b",), kwargs=dict(n=64, window=32, max_n=128),
          bad=dict(config=st.sampled_from(["gpt-9", 3, None, "Llama-3.1-8B"]),

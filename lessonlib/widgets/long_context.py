@@ -18,9 +18,9 @@ from ..plots.long_context import draw_needle_heatmap
 from ..traffic import long_context_cost
 from ._base import Explorer, config_dict, freeze_layout, int_list, model_arg, new_figure, option
 
-__all__ = ["cost_explorer", "needle_heatmap", "KV_DTYPES"]
+__all__ = ["cost_explorer", "needle_heatmap"]
 
-KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
+_KV_DTYPES = (("F32 (4 B)", 4), ("F16/BF16 (2 B)", 2), ("FP8 (1 B)", 1))
 """The KV-dtype switch's choices: (label, bytes per value)."""
 DEFAULT_MODELS = ("Llama-3.1-8B", "DeepSeek-V3", "Gemma-3-27B", "gpt-oss-20b")
 DEFAULT_LENGTHS = tuple(2 ** k for k in range(12, 18))  # 4K .. 128K tokens
@@ -58,7 +58,7 @@ def cost_explorer(config, *, params=None, n=131072,
     params = check.real("params", params, above=0.0)
     lengths = int_list("lengths", lengths)
     n = option("n", n, lengths)
-    dtype_bytes = option("dtype_bytes", dtype_bytes, [b for _, b in KV_DTYPES])
+    dtype_bytes = option("dtype_bytes", dtype_bytes, [b for _, b in _KV_DTYPES])
     engine = check.choice("engine", engine, tuple(ENGINES))
     if isinstance(models, str) or not models:
         raise ValueError(f"models must be a list of config names, got {check.describe(models)}")
@@ -76,7 +76,7 @@ def cost_explorer(config, *, params=None, n=131072,
                                      layout=widgets.Layout(width="330px"),
                                      style={"description_width": "initial"}),
         # each button as wide as its label ("F16/BF16 (2 B)" was cut at a fixed 110 px)
-        "dtype_bytes": widgets.ToggleButtons(options=list(KV_DTYPES), value=dtype_bytes,
+        "dtype_bytes": widgets.ToggleButtons(options=list(_KV_DTYPES), value=dtype_bytes,
                                              description="KV cache",
                                              style={"button_width": "auto",
                                                     "description_width": "initial"}),
@@ -94,7 +94,7 @@ def cost_explorer(config, *, params=None, n=131072,
     }
     # One y range for every KV number format: switching it moves the curves, not the axis (and
     # the axis, drawn once, stays in the blitted background).
-    every_kv = [_kv_gib(configs, lengths, b, engine) for _, b in KV_DTYPES]
+    every_kv = [_kv_gib(configs, lengths, b, engine) for _, b in _KV_DTYPES]
     plots.fit_log_ylim(ax_kv, [v for kv in every_kv for v in kv.values()], extra=[weights_gib],
                        margin=KV_YLIM_MARGIN)
     kv_ylim = ax_kv.get_ylim()
@@ -133,7 +133,7 @@ def _legends_under(fig, axes):
 
 def _readout(config, n, dtype_bytes, st, weights_gib):
     c = st["cost"]
-    dtype = dict((b, label) for label, b in KV_DTYPES)[dtype_bytes]
+    dtype = dict((b, label) for label, b in _KV_DTYPES)[dtype_bytes]
     kv = ", ".join(f"{name} {gib:.2f} GiB" for name, gib in st["at_n"].items())
     own = st["at_n"].get(config)
     # Three short lines (none wraps in the presenter, so the figure keeps the height): the shape,

@@ -21,16 +21,15 @@ from ..rope import (YARN_BETA_FAST, YARN_BETA_SLOW, angle_at, clock_angle, frequ
 from ._base import (Explorer, freeze_layout, int_list, new_figure, rope_arg, slider_int,
                     slider_layout, slider_real)
 
-__all__ = ["clock_explorer", "scaling_explorer", "BASES", "TRAINED_LENGTHS", "CLOCK_PAIRS",
-           "COARSE_STEP", "scaling_data", "clock_data", "pair_ranges", "split_position"]
+__all__ = ["clock_explorer", "scaling_explorer"]
 
 # Real models' bases: Llama 2 / Mistral / DeepSeek / Phi-3 (1e4), gpt-oss (1.5e5),
 # Llama 3 (5e5), Qwen2.5 (1e6), and a few in between.
-BASES = (10_000, 20_000, 50_000, 100_000, 150_000, 500_000, 1_000_000, 5_000_000, 10_000_000)
+_BASES = (10_000, 20_000, 50_000, 100_000, 150_000, 500_000, 1_000_000, 5_000_000, 10_000_000)
 """The base slider's stops (a model's own base joins them)."""
-TRAINED_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536)
+_TRAINED_LENGTHS = (2048, 4096, 8192, 16384, 32768, 65536)
 """The trained-length slider's stops (a model's own length joins them)."""
-CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # notebook 07's fast, middle and slow hands
+_CLOCK_PAIRS = (0, 16, 32, 46, 52, 63)  # notebook 07's fast, middle and slow hands
 """The pairs whose clock hands ``clock_explorer`` draws by default: notebook 07's fast, middle
 and slow hands."""
 LLAMA3_FACTORS = dict(low_freq_factor=1.0, high_freq_factor=4.0)  # Llama 3.1's published values
@@ -67,7 +66,7 @@ def _rotary(r):
     return r
 
 
-def pair_ranges(indices):
+def _pair_ranges(indices):
     """'46-63' or '0, 3-5' for a sorted list of pair indices ('none' when empty)."""
     if isinstance(indices, (str, bytes, dict)) or not hasattr(indices, "__iter__"):
         raise ValueError(f"indices must be a list of pair indices, got {check.describe(indices)}")
@@ -86,7 +85,7 @@ def pair_ranges(indices):
 
 # ------------------------------------------------------------------ notebook 07: clocks
 
-def clock_data(m, b, n_train, r=128):
+def _clock_data(m, b, n_train, r=128):
     """What the clock figure and its readout show at position ``m``: the angles
     (``rope.angle_at``; ``on_clock``, ``rope.clock_angle``), the trained arcs, the pairs never
     turning and the turns. The arrays that do not depend on m (theta, trained, never, turns)
@@ -102,7 +101,7 @@ def clock_data(m, b, n_train, r=128):
 
 @functools.lru_cache(maxsize=16)
 def _trained_data(r, b, n_train):
-    """``clock_data``'s arrays for one head and trained length, read-only (they are shared)."""
+    """``_clock_data``'s arrays for one head and trained length, read-only (they are shared)."""
     theta, _ = rope_frequencies({"head_dim": r, "rope_theta": b})
     d = dict(theta=theta, trained=largest_trained_angle(theta, n_train),
              never=pairs_never_turning(theta, n_train), turns=turns_within(theta, n_train))
@@ -121,13 +120,13 @@ def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
     lines = [f"{where} · base b = {b:,} · trained on positions 0 to {n_train - 1:,} · "
              f"{n_pairs} pairs",
              f"pairs that never complete a turn in training: {d['never'].size} of {n_pairs} "
-             f"(pairs {pair_ranges(d['never'])})"]
+             f"(pairs {_pair_ranges(d['never'])})"]
     outside = np.flatnonzero(d["outside"])
     if m < n_train:
         lines.append("m is inside the trained range: every pair shows an angle it was trained on")
     else:
         lines.append(f"pairs whose angle at m was never seen in training: {outside.size} "
-                     f"(pairs {pair_ranges(outside)})")
+                     f"(pairs {_pair_ranges(outside)})")
     lines.append(f"pair 0: {d['angles'][0]:,.2f} rad = {d['on_clock'][0]:.2f} "
                  f"rad after whole turns; it turned {d['turns'][0]:,.1f} times in training")
     lines.append(f"slowest pair {slow}: {d['angles'][slow]:.2f} rad at m; training reached "
@@ -135,11 +134,11 @@ def _clock_readout(m, b, n_train, d, coarse=None, fine=None):
     return "\n".join(lines)
 
 
-COARSE_STEP = 1024  # notebook 07's coarse position slider: 64 stops over 65,536 positions
+_COARSE_STEP = 1024  # notebook 07's coarse position slider: 64 stops over 65,536 positions
 """1,024 positions, the coarse position slider's step (64 stops over 65,536 positions)."""
 
 
-def split_position(m, coarse_step=COARSE_STEP, max_coarse=None):
+def _split_position(m, coarse_step=_COARSE_STEP, max_coarse=None):
     """``m`` as (coarse, fine) for a coarse slider in steps of ``coarse_step`` and a fine one
     of -coarse_step/2 .. +coarse_step/2: the coarse stop nearest m (4,095 -> 4,096 and -1)."""
     m = check.integer("m", m, minimum=0)
@@ -150,8 +149,8 @@ def split_position(m, coarse_step=COARSE_STEP, max_coarse=None):
     return coarse, m - coarse
 
 
-def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=65535,
-                   coarse_step=COARSE_STEP):
+def clock_explorer(config, *, n_train, m=16383, pairs=_CLOCK_PAIRS, max_position=65535,
+                   coarse_step=_COARSE_STEP):
     """Move the position m, the base b and the trained length: the clock hands of a few pairs
     turn, and the right panel shows, for all pairs, the angle at m against the angles training
     showed them. ``config``: the head (a config.json dict, a shipped name or a ``models.Model``)
@@ -174,21 +173,21 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
     coarse_step = check.integer("coarse_step", coarse_step, minimum=2)
     half = coarse_step // 2
     max_coarse = -(-max_position // coarse_step) * coarse_step  # the stop at or past the end
-    coarse, fine = split_position(m, coarse_step, max_coarse)
+    coarse, fine = _split_position(m, coarse_step, max_coarse)
     controls = {
         "coarse": widgets.IntSlider(value=coarse, min=0, max=max_coarse, step=coarse_step,
                                     description="coarse m", **_slider_layout("240px")),
         "fine": widgets.IntSlider(value=fine, min=-half, max=half, step=1,
                                   description="fine", **_slider_layout("190px")),
-        "b": widgets.SelectionSlider(options=_choices(BASES, b, compact=True), value=b,
+        "b": widgets.SelectionSlider(options=_choices(_BASES, b, compact=True), value=b,
                                      description="base b", **_slider_layout("220px")),
-        "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS[:-1], n_train),
+        "n_train": widgets.SelectionSlider(options=_choices(_TRAINED_LENGTHS[:-1], n_train),
                                            value=n_train, description="trained length",
                                            **_slider_layout("225px")),
     }
     fig, (ax_clock, ax_cov) = new_figure(figsize=(9.2, 4.2), ncols=2,
                                          gridspec_kw=dict(width_ratios=(1, 1.45)))
-    d = clock_data(m, b, n_train, r)
+    d = _clock_data(m, b, n_train, r)
     artists = {
         "clock": plots.draw_clock_hands(ax_clock, pairs, d["angles"][pairs],
                                         d["trained"][pairs]),
@@ -199,7 +198,7 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
 
     def redraw(coarse, fine, b, n_train):
         m = min(max(coarse + fine, 0), max_position)
-        d = clock_data(m, b, n_train, r)
+        d = _clock_data(m, b, n_train, r)
         plots.update_clock_hands(artists["clock"], d["angles"][pairs], d["trained"][pairs])
         plots.update_angle_coverage(artists["coverage"], d["trained"], d["on_clock"],
                                     d["outside"])
@@ -210,7 +209,7 @@ def clock_explorer(config, *, n_train, m=16383, pairs=CLOCK_PAIRS, max_position=
 
     def set_position(m):
         """Show position ``m``: the nearest coarse stop, then the fine offset."""
-        c, f = split_position(slider_int("m", m, 0, max_position), coarse_step, max_coarse)
+        c, f = _split_position(slider_int("m", m, 0, max_position), coarse_step, max_coarse)
         controls["fine"].value = 0  # m stays on the track while the coarse stop moves
         controls["coarse"].value = c
         controls["fine"].value = f
@@ -230,7 +229,7 @@ def _slider_layout(width):
 # ------------------------------------------------------------------ notebook 08: scaling
 
 
-def scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW,
+def _scaling_data(s, b, L0, r=128, beta_fast=YARN_BETA_FAST, beta_slow=YARN_BETA_SLOW,
                  truncate=True):
     """Per-pair frequencies of each scaling method for factor ``s``, base ``b``, trained length
     ``L0``, rotary dim ``r``; YaRN's band, ramp, pair sets and attention factor μ (and μ², its
@@ -287,9 +286,9 @@ def _scaling_readout(s, b, L0, r, d, beta_fast, beta_slow):
     lines = [
         f"factor s = {s:g} · base b = {b:,} · L0 = {L0:,} → target s·L0 = {d['target']:,} "
         f"positions · rotary dim {r}",
-        f"YaRN band (low, high) = {_band_text(d['band'])}: kept {pair_ranges(p.kept)} "
-        f"(≥ {beta_fast:g} turns in L0) · ramp {pair_ranges(p.ramped)} · "
-        f"θ/s {pair_ranges(p.divided)} (≤ {beta_slow:g} turn)",
+        f"YaRN band (low, high) = {_band_text(d['band'])}: kept {_pair_ranges(p.kept)} "
+        f"(≥ {beta_fast:g} turns in L0) · ramp {_pair_ranges(p.ramped)} · "
+        f"θ/s {_pair_ranges(p.divided)} (≤ {beta_slow:g} turn)",
         f"YaRN μ = 1 + 0.1·ln s = {d['mu']:.4f} on cos and sin: rotary scores "
         f"× μ² = {d['score_scale']:.4f}",
         f"PI: pair 0 turns {d['inv']['PI (linear)'][0]:.3f} rad per token · NTK-aware: base "
@@ -350,9 +349,9 @@ def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
         "factor": widgets.FloatSlider(value=factor, min=1.0, max=max_factor,
                                       step=0.5, readout_format=".1f", description="factor",
                                       **_slider_layout("280px")),
-        "b": widgets.SelectionSlider(options=_choices(BASES, b), value=b,
+        "b": widgets.SelectionSlider(options=_choices(_BASES, b), value=b,
                                      description="base b", **_slider_layout("290px")),
-        "n_train": widgets.SelectionSlider(options=_choices(TRAINED_LENGTHS, L0), value=L0,
+        "n_train": widgets.SelectionSlider(options=_choices(_TRAINED_LENGTHS, L0), value=L0,
                                       description="trained length L0", **_slider_layout("310px")),
     }
     # Two columns that fit a laptop's output area (9.2 in at 100 dpi): the frequency kept over
@@ -366,9 +365,9 @@ def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
     grid[1, 1].remove()
     ax_wave = fig.add_subplot(spec[:, 1])
     pairs = np.arange(r // 2)
-    d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
+    d = _scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
     # Fixed y limits for every slider setting: the slowest wavelength at the largest b and s
-    widest = scaling_data(max_factor, max(v for _, v in controls["b"].options),
+    widest = _scaling_data(max_factor, max(v for _, v in controls["b"].options),
                           max(v for _, v in controls["n_train"].options), r, beta_fast, beta_slow,
                           truncate)
     top = max(max(w.max() for w in widest["wavelengths"].values()), widest["target"])
@@ -384,7 +383,7 @@ def scaling_explorer(config, *, factor=None, n_train=None, max_factor=64.0):
 
     def redraw(factor, b, n_train):
         L0 = n_train
-        d = scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
+        d = _scaling_data(factor, b, L0, r, beta_fast, beta_slow, truncate)
         plots.update_frequency_ratios(artists["ratios"], d["ratios"], d["band"])
         plots.update_wavelengths(artists["wavelengths"], d["wavelengths"], L0, d["target"],
                                  beta_fast, d["band"])

@@ -8,7 +8,7 @@ from ``lessonlib.plots.tinylm``.
 
 Every figure is ``plots.FIGURE_WIDTH`` inches wide (the course's one width, re-exported here):
 JupyterLab's output area beside the file browser (920 px at 100 dpi) shows it unscaled, the presenter (130 dpi) in its 1,216 px page. Its
-smallest text is ``MIN_FONT`` points, so it stays at least 9 px on a laptop and two thirds of
+smallest text is ``_MIN_FONT`` points, so it stays at least 9 px on a laptop and two thirds of
 the presenter's 18 px readout after the presenter fits the figure into the screen's height.
 Several panels are stacked rather than set side by side when side by side would shrink them,
 and legends sit outside the data: one legend for the whole figure where the panels share
@@ -25,9 +25,9 @@ from ..tinylm_results import extension_table, label, needle_rows, sink_heads, st
 from ._base import Explorer, freeze_layout, new_figure, option, slider_layout
 
 __all__ = ["extension_explorer", "training_view", "needle_view", "sink_view", "stream_view",
-           "FIGURE_WIDTH", "MIN_FONT"]
+           "FIGURE_WIDTH"]
 
-MIN_FONT = 10  # points: the smallest text of notebook 10's figures
+_MIN_FONT = 10  # points: the smallest text of notebook 10's figures
 """10 points, the smallest text of notebook 10's figures."""
 
 
@@ -35,7 +35,7 @@ def _figure_legend(fig, handles, labels, ncol):
     """One legend for the figure, under its panels (constrained layout leaves it the room). A
     figure's legend is drawn once, into the blitted background; an axes' legend would be
     redrawn on every slider step (it cost more than the lines it names)."""
-    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=MIN_FONT,
+    return fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=_MIN_FONT,
                       frameon=False, columnspacing=1.5, handlelength=2.2)
 
 
@@ -111,7 +111,7 @@ def training_view(rows, summary):
         raise ValueError(f"rows must be the training log's rows (tinylm_results."
                          f"load_training_log), got {check.describe(rows)}")
     fig, (ax_loss, ax_acc) = new_figure(figsize=(FIGURE_WIDTH, 3.4), ncols=2)
-    lines = plots.draw_training_log(ax_loss, ax_acc, rows, fontsize=MIN_FONT,
+    lines = plots.draw_training_log(ax_loss, ax_acc, rows, fontsize=_MIN_FONT,
                                     curriculum_until=summary["settings"].get("warm_steps", 0))
     b, f, cfg = summary["base"], summary["pi2x"], summary["settings"]
     warm = (f"{cfg['warm_steps']} at {cfg['warm_length']} tokens, then "
@@ -136,7 +136,7 @@ def needle_view(needles):
     fig, axes = new_figure(figsize=(FIGURE_WIDTH, 0.32 * len(needles["lengths"]) * len(cells)
                                     + 0.45 * len(cells) + 0.6), nrows=len(cells))
     axes = np.atleast_1d(axes)
-    artists = [plots.draw_needle_fractions(ax, needles, c, fontsize=MIN_FONT, colorbar=False,
+    artists = [plots.draw_needle_fractions(ax, needles, c, fontsize=_MIN_FONT, colorbar=False,
                                            xlabel=(k == len(cells) - 1))
                for k, (ax, c) in enumerate(zip(axes, cells))]
     bar = fig.colorbar(artists[0][0], ax=list(axes), ticks=[0, 0.5, 1], aspect=30)
@@ -157,7 +157,7 @@ def sink_view(sinks, *, key="mass_first1"):
     cells = sinks["cells"]
     fig, axes = new_figure(figsize=(FIGURE_WIDTH, 3.6), ncols=len(cells))
     axes = np.atleast_1d(axes)
-    artists = [plots.draw_sink_mass(ax, c, key=key, fontsize=MIN_FONT, colorbar=False)
+    artists = [plots.draw_sink_mass(ax, c, key=key, fontsize=_MIN_FONT, colorbar=False)
                for ax, c in zip(axes, cells)]
     bar = fig.colorbar(artists[0][0], ax=list(axes))  # one scale (0..1) for every panel
     artists = [(image, bar) for image, _ in artists]

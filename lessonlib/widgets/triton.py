@@ -17,7 +17,7 @@ from ..plots import FIGURE_WIDTH
 from ._base import (Explorer, checkbox, freeze_layout, int_list, new_figure, option, slider_int,
                     slider_layout)
 
-__all__ = ["tile_map_explorer", "tile_counts"]
+__all__ = ["tile_map_explorer"]
 
 
 def _options(causal, window, sinks, block):
@@ -31,7 +31,7 @@ def _describe(causal, window, sinks):
 
 
 @lru_cache(maxsize=4096)
-def tile_counts(n, causal, window, sinks, block):
+def _tile_counts(n, causal, window, sinks, block):
     """(masked, full) tiles of one head for nq = nk = n: ``kernel_tile_counts``'s numbers, with
     every program's loop bounds computed at once in numpy (the same integer arithmetic as
     ``kernel_plan.kernel_key_stretches``, line for line; a test checks the two agree). A slider
@@ -64,7 +64,7 @@ def tile_counts(n, causal, window, sinks, block):
 
 
 def _total(n, causal, window, sinks, block):
-    return sum(tile_counts(n, bool(causal), window or 0, sinks if window else 0, block))
+    return sum(_tile_counts(n, bool(causal), window or 0, sinks if window else 0, block))
 
 
 def _work(n, causal, window, sinks, block, lengths):

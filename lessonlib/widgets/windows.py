@@ -17,10 +17,10 @@ from ..plots import FIGURE_WIDTH
 from ._base import (Explorer, config_dict, freeze_layout, model_arg, new_figure, slider_int,
                     slider_layout)
 
-__all__ = ["window_explorer", "with_window"]
+__all__ = ["window_explorer"]
 
 
-def with_window(config, window):
+def _with_window(config, window):
     """A copy of ``config`` whose sliding-window layers use window ``window``."""
     return dict(config_dict(config), sliding_window=check.integer("window", window, minimum=1))
 
@@ -28,7 +28,7 @@ def with_window(config, window):
 def _data(cfg, n, window, sinks, n_ubatch, block_size):
     codes = mask_codes(n, window, sinks)
     keep = int((codes[-1] != MASK_HIDDEN).sum())  # keys the newest query reads
-    cfg_w = with_window(cfg, window)
+    cfg_w = _with_window(cfg, window)
     local = np.array([w is not None for w in layer_windows(cfg_w)])
     sizes = {e: kv_cache_bytes(cfg_w, n, engine=e, n_ubatch=n_ubatch, block_size=block_size)
              for e in ("ideal", "llama.cpp", "vllm")}
