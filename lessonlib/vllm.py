@@ -33,8 +33,7 @@ import os
 import tempfile
 
 from . import _validate as check
-from . import kv_cache as kc
-from .models import int_key, text_config
+from .models import as_model
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
            "layer_specs", "request_blocks", "cache_capacity", "serve_in_flight_tokens",
@@ -163,7 +162,7 @@ def _dtype(dtype_bytes):
 
 def layer_specs(config, *, block_size=16, dtype_bytes=2):
     """vLLM's KV cache spec for each kind of layer in ``config``, built with vLLM's own classes
-    from the shape lessonlib reads (``kv_cache.model_shape``, ``kv_cache.layer_windows``):
+    from the shape lessonlib reads (a ``models.Model``'s ``shape``, ``windows``, ``latent``):
     ``FullAttentionSpec`` for global layers, ``SlidingWindowSpec`` for windowed ones,
     ``MLAAttentionSpec`` (one latent of ``kv_lora_rank + qk_rope_head_dim`` per token, no
     separate value) for MLA. Returns {kind: (spec, number of layers)}, kind "full",
@@ -173,14 +172,13 @@ def layer_specs(config, *, block_size=16, dtype_bytes=2):
                                             SlidingWindowSpec)
     block_size = check.positive_int("block_size", block_size)
     dtype = _dtype(dtype_bytes)
-    cfg = text_config(config)
-    shape = kc.model_shape(config)
-    if cfg.get("kv_lora_rank") is not None:
-        latent = int_key(cfg, "kv_lora_rank") + int_key(cfg, "qk_rope_head_dim")
-        spec = MLAAttentionSpec(block_size=block_size, num_kv_heads=1, head_size=latent,
-                                dtype=dtype)
+    model = as_model(config)
+    shape = model.shape
+    if model.latent is not None:
+        spec = MLAAttentionSpec(block_size=block_size, num_kv_heads=1,
+                                head_size=model.latent.width, dtype=dtype)
         return {"mla": (spec, shape.layers)}
-    windows = kc.layer_windows(config)
+    windows = list(model.windows)
     specs = {}
     for W in sorted(set(windows), key=lambda w: (w is not None, w or 0)):
         n = windows.count(W)
@@ -417,7 +415,7 @@ def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):
         raise ValueError(f"prompts must be a non-empty list of token-id lists, got "
                          f"{check.describe(prompts)}")
     with open(os.path.join(folder, "config.json")) as f:
-        vocab = check.positive_int("config.vocab_size", json.load(f)["vocab_size"])
+        vocab = as_model(json.load(f)).vocab_size
     prompts = [[check.non_negative_int(f"prompts[{i}][{j}]", t) for j, t in enumerate(p)]
                for i, p in enumerate(prompts)]
     for i, p in enumerate(prompts):

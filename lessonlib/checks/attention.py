@@ -16,7 +16,7 @@ from .. import softmax
 from ..softmax import online_attention_row, online_softmax_trace
 from ..traffic import (GIB, MIB, flash_hbm_accesses, long_context_cost, naive_traffic,
                        score_matrix_table, tiled_traffic)
-from ..models import load_model
+from ..models import as_model, load_model
 from ..attention import key_blocks, naive_attention
 from . import (FLOAT32_RTOL, SIGNIFICANT_DIGITS, Unreadable, Verdict, _short, as_number, call,
                check_number, close_to, correct, distinct, items, shown, vector, wholes, wrong)
@@ -84,10 +84,10 @@ def unfused_scores_mib(answer):
     The tiny model has 8 query heads and 2 KV heads.
     """
     q = QUESTIONS["unfused_scores_mib"]
-    cfg = load_config(q["config"])
-    buf = llamacpp_compute_buffer(cfg, q["n_ctx"], q["n_ubatch"], flash_attn=False)
+    model = load_model(q["config"])
+    buf = llamacpp_compute_buffer(model, q["n_ctx"], q["n_ubatch"], flash_attn=False)
     expected = buf.scores_bytes / MIB
-    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    heads, kv_heads = model.shape.heads, model.shape.kv_heads
     mistakes = [
         (expected * kv_heads / heads, f"You used the {kv_heads} KV heads. GQA shares keys and "
                                       f"values, but each of the {heads} query heads still has "
@@ -181,7 +181,7 @@ def _buffer_probes():
 
 def _buffer_variant(cfg, n_ctx, ub, fa, slip=None):
     """lessonlib's estimate, or the same with one typical slip."""
-    h, kv, vocab = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["vocab_size"]
+    h, kv, vocab = _heads_vocab(cfg)
     logits = ub * vocab * 4
     heads = kv if slip == "kv_heads" else h
     queries = n_ctx if slip == "n_squared" else ub
@@ -217,9 +217,16 @@ _BUFFER_SLIPS = [
 ]
 
 
+def _heads_vocab(cfg):
+    """(query heads, KV heads, vocab) of a case's config."""
+    model = as_model(cfg)
+    return model.shape.heads, model.shape.kv_heads, model.vocab_size
+
+
 def _buffer_text(cfg, n_ctx, ub, fa):
-    return (f"{cfg['num_attention_heads']} query heads, {cfg['num_key_value_heads']} KV heads, "
-            f"vocab {cfg['vocab_size']:,}, n_ctx = {n_ctx:,}, ub = {ub}, flash_attn = {fa}")
+    h, kv, vocab = _heads_vocab(cfg)
+    return (f"{h} query heads, {kv} KV heads, vocab {vocab:,}, n_ctx = {n_ctx:,}, ub = {ub}, "
+            f"flash_attn = {fa}")
 
 
 @preamble(function="Give a function compute_buffer(config, n_ctx, ub, flash_attn) that returns "

@@ -9,7 +9,9 @@ import functools
 
 import numpy as np
 
+from ..models import load_model, text_config
 from ..models.configs import config_names, load_config
+from ..models.shape import attention_keys
 from ..kv_cache import GIB, MIB, gqa_head_map, kv_bytes_per_token, kv_cache_bytes, model_shape
 from . import (SIGNIFICANT_DIGITS, Unreadable, _clip, _run, check_number, correct, vector,
                whole, wholes, wrong)
@@ -60,11 +62,12 @@ def mla_cache_gib(answer):
     """GiB of DeepSeek-V3's MLA cache (latent + RoPE key) at its full 163,840 tokens, BF16, to
     3 significant digits."""
     q = QUESTIONS["mla_cache_gib"]
-    cfg = load_config(q["config"])
+    model = load_model(q["config"])
     n, b = q["n"], q["dtype_bytes"]
-    layers, rank, rope = cfg["num_hidden_layers"], cfg["kv_lora_rank"], cfg["qk_rope_head_dim"]
-    expected = kv_bytes_per_token(cfg, b) * n / GIB
-    as_mha = dict(cfg)
+    layers = model.shape.layers
+    rank, rope = model.latent.kv_lora_rank, model.latent.qk_rope_head_dim
+    expected = kv_bytes_per_token(model, b) * n / GIB
+    as_mha = dict(model)
     del as_mha["kv_lora_rank"]
     mistakes = [
         (2 * expected, "MLA has no separate V: the one latent c (plus the RoPE key) stands in "
@@ -74,8 +77,8 @@ def mla_cache_gib(answer):
                                       f"numbers, not the latent alone."),
         (2 * layers * rank * b * n / GIB, "Two slips: MLA has no separate V (do not double), "
                                           "and the RoPE key part (64) belongs to each entry."),
-        (expected * model_shape(cfg).heads, "The latent is shared by all heads: one entry "
-                                            "per token per layer, not one per head."),
+        (expected * model.shape.heads, "The latent is shared by all heads: one entry "
+                                       "per token per layer, not one per head."),
         (expected / layers, f"That is one layer; DeepSeek-V3 has {layers}."),
         (kv_bytes_per_token(as_mha, b) * n / GIB, "That is the same model without MLA (every "
                                                   "head's K and V); the question asks for the "
@@ -173,39 +176,26 @@ _VISION = {"hidden_size": 1152, "num_hidden_layers": 27, "num_attention_heads": 
            "head_dim": 72}  # a vision encoder's keys: beside text_config, not part of the cache
 
 
-def _text(config):
-    """The language model's keys of a config (the rule kv_cache reads: text_config when the
-    top level has no num_hidden_layers)."""
-    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
-        return config["text_config"]
-    return config
-
-
-def _derivable(t):
-    h, hidden = t.get("num_attention_heads"), t.get("hidden_size")
-    return bool(h) and bool(hidden) and hidden % h == 0
-
-
 @functools.lru_cache(maxsize=1)
 def _bytes_cases():
     """((what it tests, config), ...): every shipped config, then variants of them."""
     cases = [(f"{name}'s config.json", load_config(name)) for name in config_names()]
     for name in config_names():
         cfg = load_config(name)
-        t = _text(cfg)
-        if t.get("kv_lora_rank") is not None:
+        t, keys = text_config(cfg), attention_keys(cfg)
+        if keys.kv_lora_rank is not None:
             continue  # MLA: its own variants below
-        if t.get("head_dim") is not None and _derivable(t):
+        if keys.head_dim is not None and keys.divided_head_dim is not None:
             cases.append((f"{name} without its head_dim key (then d_h = hidden_size / "
                           f"num_attention_heads)", {k: v for k, v in t.items() if k != "head_dim"}))
-        if _derivable(t):
+        if keys.divided_head_dim is not None:
             divided = model_shape({k: v for k, v in t.items() if k != "head_dim"}).head_dim
             d_h = 256 if divided != 256 else 192  # a head_dim the division does not give
             cases.append((f"{name} with head_dim = {d_h} (the key wins over hidden_size / "
                           f"num_attention_heads)", dict(t, head_dim=d_h)))
             cases.append((f"{name} with \"head_dim\": null (null is no key)",
                           {**{k: v for k, v in t.items() if k != "head_dim"}, "head_dim": None}))
-        if t.get("num_attention_heads"):
+        if keys.heads:
             cases.append((f"{name} without num_key_value_heads (absent means MHA: one KV head "
                           f"per query head)",
                           {k: v for k, v in t.items() if k != "num_key_value_heads"}))
@@ -237,21 +227,20 @@ def _bytes_probes():
 def _slips(config):
     """{slip: the bytes a function with that one slip gives for ``config``} (slips that do not
     apply, or that fail on this config, are left out)."""
-    t = _text(config)
-    g = lambda key: t.get(key)  # noqa: E731
+    keys = attention_keys(config)
     out = {}
-    layers = g("num_hidden_layers")
-    if g("kv_lora_rank") is not None:
-        rank, rope, heads = g("kv_lora_rank"), g("qk_rope_head_dim"), g("num_attention_heads")
+    layers = keys.layers
+    if keys.kv_lora_rank is not None:
+        rank, rope, heads = keys.kv_lora_rank, keys.qk_rope_head_dim, keys.heads
         out["mla_doubled"] = 2 * layers * (rank + rope) * 2
         out["mla_no_rope"] = layers * rank * 2
         out["mla_per_head"] = layers * (rank + rope) * heads * 2
         out["one_layer"] = (rank + rope) * 2
         out["numbers"] = layers * (rank + rope)
         return out
-    heads = g("num_attention_heads") or g("num_key_value_heads")
-    kv = g("num_key_value_heads") or heads
-    d_h = g("head_dim") or (g("hidden_size") // heads if _derivable(t) else None)
+    heads = keys.heads or keys.kv_heads
+    kv = keys.kv_heads or heads
+    d_h = keys.head_dim or keys.divided_head_dim
     if d_h is None:
         return out
     right = 2 * layers * kv * d_h * 2
@@ -259,8 +248,8 @@ def _slips(config):
     out["quarter"] = right // 4
     out["one_layer"] = right // layers
     out["query_heads"] = 2 * layers * heads * d_h * 2
-    if _derivable(t):
-        out["division"] = 2 * layers * kv * (g("hidden_size") // g("num_attention_heads")) * 2
+    if keys.divided_head_dim is not None:
+        out["division"] = 2 * layers * kv * keys.divided_head_dim * 2
     return out
 
 
@@ -287,17 +276,17 @@ _SLIP_HINTS = {
 def _error_hint(what, config, error):
     """A hint for a function that raised on one case: what the case tests, and the usual
     cause of that error there."""
-    t = _text(config)
+    keys = attention_keys(config)
     text = f"On {what}, bytes_per_token raised {type(error).__name__}: {_clip(error, 120)}."
     key = error.args[0] if isinstance(error, KeyError) and error.args else None
-    if "text_config" in config and key is not None and key not in config:
+    if keys.nested and key is not None and key not in config:
         return text + (" A multimodal config keeps its language model's keys in "
                        "config['text_config']: read them there when the top level has no "
                        "num_hidden_layers.")
     if key == "num_key_value_heads":
         return text + (" An absent num_key_value_heads means MHA: one KV head per query head "
                        "(num_attention_heads), as HuggingFace reads it.")
-    if key == "num_attention_heads" and t.get("num_key_value_heads") is not None:
+    if key == "num_attention_heads" and keys.kv_heads is not None:
         return text + (" This config gives head_dim and num_key_value_heads and no "
                        "num_attention_heads: read num_attention_heads only when one of them is "
                        "missing (config.get(key, default) computes the default first).")
@@ -332,7 +321,7 @@ def bytes_per_token(fn):
         for slip, value in _slips(config).items():
             if got == value:
                 return wrong(name, f"On {what}: {_SLIP_HINTS[slip]}")
-        if _text(config).get("kv_lora_rank") is not None:
+        if attention_keys(config).kv_lora_rank is not None:
             return wrong(name, f"On {what}, got {got:,} bytes. The config has kv_lora_rank: it "
                                f"is MLA, which caches per layer one latent of kv_lora_rank "
                                f"numbers plus the shared RoPE key (qk_rope_head_dim), no "

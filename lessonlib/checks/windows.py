@@ -4,8 +4,10 @@ Every check takes the student's answer (``None`` while the stub is unfilled) and
 Verdict: not attempted, correct, or wrong with a hint that names the mistake. Expected values
 come from lessonlib (kv_cache, streaming); the typical mistakes are recomputed the wrong way.
 """
+from ..models import load_model
 from ..models.configs import load_config
-from ..kv_cache import MIB, kv_cache_bytes, layer_windows, llamacpp_swa_cells
+from ..models.shape import sliding_window
+from ..kv_cache import MIB, kv_cache_bytes, llamacpp_swa_cells
 from ..engines import llamacpp_cached_tokens
 from ..streaming import StreamingCache, receptive_field
 import functools
@@ -32,8 +34,8 @@ question)."""
 def receptive_field_tokens(answer):
     """How far back Mistral-7B-v0.1's 32 windowed layers (W = 4096) can carry information."""
     name = "receptive_field_tokens"
-    cfg = load_config(QUESTIONS[name]["config"])
-    L, W = cfg["num_hidden_layers"], cfg["sliding_window"]
+    model = load_model(QUESTIONS[name]["config"])
+    L, W = model.shape.layers, sliding_window(model)[0]
     expected = receptive_field(L, W)
     mistakes = [
         (L * W, f"You used W instead of W - 1: a window of W = {W} includes the query itself, so "
@@ -57,7 +59,7 @@ def swa_cells(answer):
     """Cells of each sliding-window layer in llama.cpp for the tiny Gemma 3 model (W = 128) at
     -c 32768 with 2 sequences (--kv-unified) and -ub 800 (llama-kv-cache-iswa.cpp's rule)."""
     q = QUESTIONS["swa_cells"]
-    W = load_config(q["config"])["sliding_window"]
+    W = sliding_window(load_config(q["config"]))[0]  # no num_attention_heads: no Model
     n_ctx, n_seq, ub = q["n_ctx"], q["n_seq"], q["n_ubatch"]
     expected = llamacpp_swa_cells(n_ctx, W, n_seq=n_seq, n_ubatch=ub)
     # The slips padded by llama.cpp's own rule (kv_cache owns the 256), each with one input
@@ -90,14 +92,14 @@ def sliding_layers_mib(answer):
     max_model_len 131,072 (block size 16, BF16): SlidingWindowSpec's blocks, to 3 significant
     digits."""
     q = QUESTIONS["sliding_layers_mib"]
-    cfg = load_config(q["config"])
+    model = load_model(q["config"])
     n, bs = q["max_model_len"], q["block_size"]
-    group = kv_cache_bytes(cfg, n, engine="vllm", block_size=bs).sliding_layers
+    group = kv_cache_bytes(model, n, engine="vllm", block_size=bs).sliding_layers
     expected = group.bytes / MIB
     W, n_local, per_cell = group.window, group.n_layers, group.bytes_per_cell
-    full = kv_cache_bytes(cfg, n, engine="vllm", block_size=bs, swa_full=True).sliding_layers
-    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    n_layers = len(layer_windows(cfg))
+    full = kv_cache_bytes(model, n, engine="vllm", block_size=bs, swa_full=True).sliding_layers
+    heads, kv_heads = model.shape.heads, model.shape.kv_heads
+    n_layers = model.shape.layers
     mistakes = [
         (n_local * W * per_cell / MIB, f"vLLM allocates whole blocks, plus one: the window need "
                                        f"not start at a block boundary, so cdiv(W - 1, "

@@ -16,6 +16,11 @@ from .. import _validate as check
 from .._validate import non_negative_int, positive_int
 from . import Model, int_key, text_config
 
+__all__ = ["ModelShape", "model_shape", "layer_windows", "llamacpp_layer_windows",
+           "LLAMACPP_NO_SWA", "swa_pattern", "Latent", "latent", "layers", "query_heads",
+           "kv_heads", "head_dims", "model_type", "int_dimension", "experts_key",
+           "sliding_window"]
+
 # Model types whose llama.cpp architecture runs every layer as global, whatever config.json says
 # about windows: the loader (src/models/<arch>.cpp) reads no sliding window, or turns it off.
 LLAMACPP_NO_SWA = {
@@ -324,3 +329,51 @@ def sliding_window(config):
     whether ``use_sliding_window`` switches it off: (W, switched_off)."""
     cfg = text_config(config)
     return _window(cfg), _use_sliding_window(cfg) is False
+
+
+@dataclass(frozen=True)
+class AttentionKeys:
+    """The attention keys of a config.json as it gives them, key by key, read by
+    ``attention_keys``: each is None where the config has it null or absent, and nothing is
+    derived (``model_shape`` derives the shape compute uses). What a check reasons about when
+    it names the key a student's reading of a config got wrong (``checks.kv_cache``).
+
+    nested             the language model's keys sit under ``text_config`` (a multimodal
+                       config: the top level has no ``num_hidden_layers``)
+    layers             ``num_hidden_layers``
+    heads              ``num_attention_heads``
+    kv_heads           ``num_key_value_heads``
+    head_dim           ``head_dim``
+    hidden_size        ``hidden_size``
+    kv_lora_rank       MLA's latent width (DeepSeek)
+    qk_rope_head_dim   MLA's RoPE key width
+    """
+    nested: bool
+    layers: int | None
+    heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    hidden_size: int | None
+    kv_lora_rank: int | None
+    qk_rope_head_dim: int | None
+
+    @property
+    def divided_head_dim(self):
+        """hidden_size / num_attention_heads where the config gives both and the heads divide
+        hidden_size, else None: the d_h of a config without a ``head_dim`` key."""
+        if self.heads and self.hidden_size and self.hidden_size % self.heads == 0:
+            return self.hidden_size // self.heads
+        return None
+
+
+_ATTENTION_KEYS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+                   "hidden_size", "kv_lora_rank", "qk_rope_head_dim")
+
+
+def attention_keys(config):
+    """The ``AttentionKeys`` of a config.json dict (a multimodal one's ``text_config``): each
+    attention key as the config gives it, an integer >= 1 checked and named on error, or None
+    where it is null or absent."""
+    cfg = text_config(config)
+    given = [None if cfg.get(k) is None else int_key(cfg, k) for k in _ATTENTION_KEYS]
+    return AttentionKeys(cfg is not config, *given)

@@ -31,6 +31,7 @@ from .. import _validate as check
 from .. import runtime
 from ..models.configs import config_dict  # "a config name or a dict": compute's one reader
 from ..models import Model, load_model
+from ..models.shape import model_type
 from . import _render
 
 __all__ = ["Explorer", "new_figure", "freeze_layout", "slider_layout", "checkbox", "config_dict",
@@ -62,7 +63,7 @@ def rope_arg(config, name="config"):
     if isinstance(config, Model):
         return config.name, config.scaling
     cfg = config_dict(config, name)  # compute's errors name the key
-    return (config if isinstance(config, str) else str(cfg.get("model_type") or "head"),
+    return (config if isinstance(config, str) else model_type(cfg) or "head",
             scaling_parameters(cfg))
 
 def slider_int(name, value, lo, hi):

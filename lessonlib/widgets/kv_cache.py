@@ -197,8 +197,9 @@ def _budget_models():
     checkpoint, are left out: without weights there is no room to draw)."""
     from ..models import weights
     from ..models.configs import config_names
+    from ..models.shape import model_type
     return [c for c in config_names()
-            if not c.startswith("tiny-") and config_dict(c).get("model_type") in weights.MODEL_TYPES]
+            if not c.startswith("tiny-") and model_type(config_dict(c)) in weights.MODEL_TYPES]
 
 
 def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
@@ -327,8 +328,8 @@ def model_budget_explorer(model, *, n=32768, gpu_gib=24, kv_type="f16",
         levels = {label: r if r > 0 else float("nan") for label, r in rooms.items()}
         limits(key, cfg, weights[0] or 0)
         plots.update_budget(ax, artists["sizes"], sizes, marker_n=n, room=levels)
-        return _budget_readout(name, rep, n, weights), {"report": rep, "sizes_gib": sizes,
-                                                         "room_gib": levels}
+        return _budget_readout(name, cfg.shape, rep, n, weights), {
+            "report": rep, "sizes_gib": sizes, "room_gib": levels}
 
     own = ("pasted", "upload")
 
@@ -355,11 +356,11 @@ def _weights(model):
 READOUT_WIDTH = 88  # columns: the readout's monospace lines fit the output area unwrapped
 
 
-def _budget_readout(name, rep, n, weights):
+def _budget_readout(name, shape, rep, n, weights):
     import textwrap
     from ..traffic import format_bytes as _fmt_bytes
-    s, b = rep["shape"], rep["budget"]
-    lines = [f"{name} ({s['layers']} layers, {s['kv_heads']} KV heads of {s['head_dim']}): "
+    s, b = shape, rep["budget"]
+    lines = [f"{name} ({s.layers} layers, {s.kv_heads} KV heads of {s.head_dim}): "
              + (f"weights {_fmt_bytes(weights[0])}" if weights[0] is not None
                 else "weights not counted") + f", GPU {_fmt_bytes(b['gpu_memory'])}",
              f"{'at n = ' + format(n, ','):<18}{'cache':>11}  {'sequences of n':>14}  "
