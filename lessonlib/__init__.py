@@ -18,9 +18,11 @@ modules share, and a paragraph on each:
   needles      needle-in-a-haystack prompts, grids and an example model
   kvtask, tinylm, tinylm_results   notebook 10's task, its tiny model (torch) and the
                committed results (numpy only)
-  models       a model read once (``load_model`` -> ``Model``), and the files it is read from:
-               models.configs (real models' config.json files, by name), models.gguf (GGUF
-               files read and written), models.weights (the weights counted from a config)
+  models       a model read once (``load_model`` -> ``Model``): the one place config keys are
+               read (models.shape, models.rope, models.tiny, models.describe), and the files
+               read from: models.configs (real models' config.json files, by name),
+               models.gguf (GGUF files read and written), models.weights (the weights
+               counted from a config)
   inspect_model, cli   the report of `python -m lessonlib inspect` and its command line
   runtime, requires   which packages this platform gets, and the %%requires cell magic
   plots, widgets, checks   the notebooks' figures, sliders and exercise checks, one module

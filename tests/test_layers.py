@@ -62,11 +62,7 @@ BY_HAND = {
 # (file, the line as written, stripped): copies in files that issue 16's shape change does not
 # own, still to move to model_shape. Remove an entry with its copy: a listed line that is gone
 # fails below, so the list only shrinks.
-LEFT = {
-    ("lessonlib/checks/rope.py",
-     'R.yarn_correction_range(fast, slow, int(cfg["qk_nope_head_dim"]) + r, b, L0)},'):
-        "DeepSeek's full head dim for the yarn_band hint: kv_cache.model_shape(cfg).head_dim",
-}
+LEFT = {}
 
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
@@ -535,7 +531,36 @@ CONFIG_KEYS = _config_keys()
 
 # (file, the line as written, stripped): a read of a dict that is not a config although its
 # keys are named like one; each with what the dict is.
+_QUESTION = "a row of checks.rope.QUESTIONS: the question's own numbers, named like the keys"
+_REPORT = "inspect_model.report()'s dict (its JSON output), printed by format_report"
 NOT_CONFIG = {
+    ("lessonlib/checks/rope.py", 'b, s, d = q["base"], q["factor"], q["d"]'): _QUESTION,
+    ("lessonlib/checks/rope.py", 'i, n, m, s = q["pair"], q["n_train"], q["position"], q["factor"]'):
+        _QUESTION,
+    ("lessonlib/checks/rope.py", 'config = {**published, "rope_scaling": {"rope_type": q["rope_type"], '
+                                 '"factor": q["factor"]}}'): _QUESTION + ", built into a config",
+    ("lessonlib/checks/rope.py", '(n / q["factor"], "vLLM multiplies by the factor for dynamic '
+                                 'scaling; it never divides."),'): _QUESTION,
+    ("lessonlib/checks/rope.py", '(n * q["factor"] ** 2, "One factor: max_position_embeddings x '
+                                 'factor."),'): _QUESTION,
+    ("lessonlib/checks/rope.py", '"rope_scaling": {"rope_type": "linear", "factor": q["factor"]}})[0]'):
+        _QUESTION + ", built into a config",
+    ("lessonlib/checks/tinylm.py", 'kind = answer.get("rope_type", answer.get("type"))'):
+        "the student's rope_scaling answer, judged by its name before models.tiny reads it",
+    ("lessonlib/checks/tinylm.py", 'if "rope_scaling" in answer or "rope_parameters" in answer:'):
+        "the student's answer: a whole config where the rope dict was asked for is the mistake named",
+    ("lessonlib/inspect_model.py", 'att = (f"MLA: {s[\'heads\']} heads; latent kv_lora_rank '
+                                   '{m[\'kv_lora_rank\']} + RoPE key "'): _REPORT,
+    ("lessonlib/inspect_model.py", 'f"{m[\'qk_rope_head_dim\']} cached per token; q_lora_rank '
+                                   '{m[\'q_lora_rank\']}")'): _REPORT,
+    ("lessonlib/inspect_model.py", '+ (f", {rep[\'model_type\']}" if rep.get("model_type") else "") '
+                                   '+ ")")'): _REPORT,
+    ("lessonlib/inspect_model.py", 'f"head dim {s[\'head_dim\']}"'): _REPORT,
+    ("lessonlib/inspect_model.py", '+ (f" (values {s[\'v_head_dim\']})" if s["v_head_dim"] != '
+                                   's["head_dim"] else ""))'): _REPORT,
+    ("lessonlib/widgets/_render.py",
+     'heard.append(content.get("type") if isinstance(content, dict) else content)'):
+        "a comm message from the page (its type), not a config",
 }
 
 

@@ -40,7 +40,8 @@ Compute functions take a config dict or a Model: ``as_model`` wraps a dict at th
 
 This package is the one place config.json keys are read (tests/test_layers.py holds every other
 module to it): ``shape`` (attention shape, windows, MLA latent, dimensions), ``rope`` (the RoPE
-parameters), ``weights`` (the parameter count), ``configs`` (the shipped files), ``gguf`` (GGUF
+parameters), ``weights`` (the parameter count), ``tiny`` (the course's tiny model),
+``describe`` (what a report says beyond them), ``configs`` (the shipped files), ``gguf`` (GGUF
 files). ``text_config`` and ``int_key`` are the readers they share: the language model's part of
 a multimodal config, and one integer key checked with its name.
 """
@@ -99,7 +100,7 @@ _FACTS = {
     "hidden_size": lambda c: _shape().int_dimension(c, "hidden_size"),
     "intermediate_size": lambda c: _shape().int_dimension(c, "intermediate_size"),
     "experts_key": lambda c: _shape().experts_key(c),
-    "scaling": lambda c: _rope().scaling_parameters(dict(text_config(c))),
+    "scaling": lambda c: _rope().scaling_parameters(text_config(c)),
     "weights": lambda c: _weights(c)[0],
     "params_note": lambda c: _weights(c)[1],
     "params": lambda c: None if c.weights is None else c.weights.params,

@@ -19,7 +19,7 @@ from . import Model, int_key, text_config
 __all__ = ["ModelShape", "model_shape", "layer_windows", "llamacpp_layer_windows",
            "LLAMACPP_NO_SWA", "swa_pattern", "Latent", "latent", "layers", "query_heads",
            "kv_heads", "head_dims", "model_type", "int_dimension", "experts_key",
-           "sliding_window"]
+           "sliding_window", "AttentionKeys", "attention_keys"]
 
 # Model types whose llama.cpp architecture runs every layer as global, whatever config.json says
 # about windows: the loader (src/models/<arch>.cpp) reads no sliding window, or turns it off.
