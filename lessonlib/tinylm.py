@@ -46,6 +46,7 @@ from torch import nn
 from lessonlib import _validate as check
 from lessonlib.attention import attention_mask
 from lessonlib.models import tiny
+from lessonlib.models.tiny import with_rope_scaling  # noqa: F401 (public here: notebook 10 calls it)
 from lessonlib.rope import cos_sin_table, rope_frequencies
 from lessonlib.tinylm_results import DEFAULT_CONFIG  # numpy-only: notebooks read it without torch
 
@@ -94,15 +95,6 @@ def _tinylm(model):
     if not isinstance(model, TinyLM):
         raise ValueError(f"model must be a TinyLM (load_tinylm(...)), got {check.describe(model)}")
     return model
-
-
-def with_rope_scaling(config, rope_scaling):
-    """A copy of ``config`` with ``rope_scaling`` set (None: plain RoPE). The trained length is
-    recorded as ``original_max_position_embeddings`` where the rope type reads it (YaRN).
-    ``models.tiny.with_rope_scaling`` builds it and checks it with ``scaling_parameters``, the
-    reader ``lessonlib.rope.rope_frequencies`` computes from: a bad key fails here, named
-    (``rope_scaling.factor``), not at the first forward."""
-    return tiny.with_rope_scaling(config, rope_scaling)
 
 
 def rope_tables(config, n_positions, seq_len=None):

@@ -15,6 +15,7 @@ from lessonlib.attention import attention_mask, naive_attention
 from lessonlib.rope import apply_rope, rope_frequencies
 from lessonlib.streaming import StreamingCache
 from lessonlib.tinylm_results import DEFAULT_CONFIG
+from lessonlib.models import tiny
 
 skip_module_without("torch")  # every test here runs the model (kvtask's: tests/test_kvtask.py)
 torch = optional("torch")
@@ -405,20 +406,9 @@ def test_a_missing_config_key_is_named(key):
         TinyLM(cfg)
 
 
-def test_with_rope_scaling_checks_what_it_builds():
-    assert with_rope_scaling(DEFAULT_CONFIG, {"rope_type": "yarn", "factor": 8.0})[
-        "rope_scaling"]["original_max_position_embeddings"] == 256
-    assert "rope_scaling" not in with_rope_scaling(dict(DEFAULT_CONFIG, rope_scaling={}), None)
-    with pytest.raises(ValueError, match=r"^rope_scaling must be a dict"):
-        with_rope_scaling(DEFAULT_CONFIG, "yarn")
-    with pytest.raises(ValueError, match=r"^config must be a config.json-style dict"):
-        with_rope_scaling(None, {"rope_type": "linear", "factor": 2.0})
-    with pytest.raises(ValueError, match=r"rope_scaling.factor"):
-        with_rope_scaling(DEFAULT_CONFIG, {"rope_type": "linear", "factor": -2.0})
-    cfg = dict(DEFAULT_CONFIG)
-    del cfg["max_position_embeddings"]
-    with pytest.raises(ValueError, match=r"^config.max_position_embeddings is missing"):
-        with_rope_scaling(cfg, {"rope_type": "yarn", "factor": 8.0})
+def test_with_rope_scaling_is_the_tiny_configs_reader():
+    # its rules and errors are tested in test_models_tiny.py
+    assert with_rope_scaling is tiny.with_rope_scaling
 
 
 def test_decode_arguments_are_named():
