@@ -1,5 +1,6 @@
 """The command line: ``python -m lessonlib inspect SOURCE [-c N ...] [--engine E ...]
-[--kv-dtype T ...] [--seqs N] [--gpu-memory SIZE] [--weights SIZE] [--in-flight N] [--json]``.
+[--kv-dtype T ...] [--seqs N] [--gpu-memory SIZE] [--gpu NAME] [--weights SIZE] [--in-flight N]
+[--json]``.
 
 SOURCE is a config.json file, a model folder holding one, a shipped config's name
 (``lessonlib.models.configs.config_names()``) or a ``.gguf`` file (its metadata, memory-mapped: a
@@ -40,8 +41,9 @@ def _parser():
         "inspect", prog=f"{PROG} inspect",
         help="what a model's KV cache and context cost in each engine",
         description="Attention shape, KV cache per engine at each context, RoPE scaling in "
-                    "plain words, the longest context each engine derives, and with "
-                    "--gpu-memory how many tokens and sequences fit beside the weights.")
+                    "plain words, the longest context each engine derives, with "
+                    "--gpu-memory how many tokens and sequences fit beside the weights, and "
+                    "with --gpu the tokens per second its memory bandwidth allows a decode.")
     q.add_argument("source", metavar="SOURCE",
                    help="config.json, a model folder holding one, a .gguf file, or a shipped "
                         "config's name (e.g. Llama-3.1-8B)")
@@ -57,8 +59,13 @@ def _parser():
                    help="sequences (requests) of each context at once; default 1")
     q.add_argument("--gpu-memory", metavar="SIZE",
                    help="GPU memory for the budget, with a unit: 24GiB, 80GB")
+    q.add_argument("--gpu", choices=im.GPU_CHOICES, metavar="NAME",
+                   help="a GPU for the decode roofline: the bytes each step reads and the "
+                        "tokens/s its memory bandwidth allows; one of "
+                        + ", ".join(im.GPU_CHOICES))
     q.add_argument("--weights", metavar="SIZE",
-                   help="the weights' size for the budget, if not counted from the source")
+                   help="the weights' size for the budget and the roofline, if not counted "
+                        "from the source")
     q.add_argument("--in-flight", metavar="N", dest="in_flight",
                    help="vLLM's tokens scheduled but not settled, which sliding-window layers "
                         "keep blocks for; default vllm serve's: 2 x max_num_batched_tokens "
@@ -150,12 +157,12 @@ def run(args):
             raise UsageError(f"--in-flight must be a whole number of tokens, got {args.in_flight!r}")
         in_flight = int(args.in_flight)
     weights, where = (None, None)
-    if gpu is not None:
+    if gpu is not None or args.gpu is not None:
         weights, where = _weights(config, args.weights, counted)
     rep = im.report(config, contexts, engines=args.engine or im.ENGINE_CHOICES,
                     kv_types=args.kv_dtype or ("f16",), n_seq=n_seq, gpu_memory=gpu,
                     weights_bytes=weights, weights_source=where, source=source,
-                    in_flight_tokens=in_flight)
+                    in_flight_tokens=in_flight, gpu=args.gpu)
     return json.dumps(rep, indent=2) if args.json else im.format_report(rep)
 
 

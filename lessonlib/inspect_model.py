@@ -6,8 +6,10 @@ shape and which layers slide; the KV bytes per token; the whole cache at each co
 engine's own rule (``kv_cache.kv_cache_bytes``), with the reason for every difference from the
 exact count; the RoPE scaling in plain words (``rope.scaling_parameters``); the longest context
 each engine derives from the file; warnings; and, given a GPU's memory, how many tokens and
-sequences fit beside the weights. It returns one JSON-able dict (bytes as ints); ``format_report``
-turns it into the compact text the command prints.
+sequences fit beside the weights; given a named GPU, the decode roofline: the bytes each step
+reads and the tokens per second its memory bandwidth allows (``traffic.decode_roofline``). It
+returns one JSON-able dict (bytes as ints); ``format_report`` turns it into the compact text the
+command prints.
 
 Nothing here is estimated by a rule of thumb: every number comes from a tested function of
 lessonlib, and every assumption behind the GPU budget is listed in the report.
@@ -26,16 +28,19 @@ from .kv_cache import LLAMACPP_N_UBATCH, VLLM_BLOCK_SIZE, VLLM_GPU_MEMORY_UTILIZ
 from .models import as_model, text_config
 from .models.describe import (config_warnings, gguf_rope_freqs, learned_sinks, llamacpp_n_ctx_train,
                               max_position_embeddings, mla_dimensions, rope_layer_types)
-from .traffic import format_bytes
+from .traffic import GPUS, decode_roofline, format_bytes
 
 __all__ = ["report", "format_report", "parse_size", "parse_context", "KV_TYPE_CHOICES",
-           "ENGINE_CHOICES"]
+           "ENGINE_CHOICES", "GPU_CHOICES"]
 
 ENGINE_CHOICES = kc.BUDGET_ENGINES
 """The engines ``report`` can size for: ``kv_cache.BUDGET_ENGINES``, ("llama.cpp", "vllm",
 "ideal")."""
 KV_TYPE_CHOICES = ("f16", "bf16", "q8_0", "q4_0", "fp8")
 """The cache types ``report`` can size: ("f16", "bf16", "q8_0", "q4_0", "fp8")."""
+GPU_CHOICES = tuple(GPUS)
+"""The GPUs ``report`` draws a decode roofline for: ``traffic.GPUS``' keys ("H100-SXM", "H200",
+"RTX-4090", ...)."""
 WIDTH = 100  # prose lines of the text report wrap here (tables do not)
 
 _UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -410,11 +415,78 @@ def _budget(cfg, gpu_memory, weights_bytes, weights_source, contexts, engines, k
     return out
 
 
+# --------------------------------------------------------------------------- decode roofline
+
+def _decode(cfg, gpu, weights_bytes, weights_source, contexts, engines, kv_types, n_seq, *,
+            budget):
+    """Per context, cache type and engine: the bytes one decode step reads and the tokens per
+    second the GPU's bandwidth allows (``traffic.decode_roofline``), with the assumptions (the
+    weights' source only when no ``budget`` has said it)."""
+    g = GPUS[gpu]
+    out = {"gpu": gpu, "name": g.name, "bandwidth": g.bandwidth, "bandwidth_source": g.source,
+           "weights_bytes": weights_bytes, "weights_source": weights_source, "rows": [],
+           "assumptions": []}
+    for n in contexts:
+        for t in kv_types:
+            for e in _engines_for(t, engines):
+                r = decode_roofline(cfg, n, gpu=gpu, engine=e, kv_type=t, batch=n_seq,
+                                    weights_bytes=weights_bytes)
+                out["rows"].append({"context": n, "n_seq": n_seq, "kv_type": t, "engine": e,
+                                    "cache_bytes": r.cache_bytes, "step_bytes": r.step_bytes,
+                                    "bytes_per_token": r.bytes_per_token,
+                                    "tokens_per_s": r.tokens_per_s, "cache_share": r.cache_share})
+    a = out["assumptions"]
+    a.append(f"bandwidth: {g.name} {_rate(g.bandwidth)}, the vendor's figure ({g.source}); GB "
+             "here is 10^9 bytes and TB/s 10^12 bytes a second, as bandwidth is quoted")
+    said = "as the budget counts them" if budget else weights_source
+    a.append(f"every step reads the weights once ({_gb(weights_bytes)}, {said}; all of them "
+             "counted, though an untied input embedding is read one row per token) and "
+             + ("each sequence's KV cache; tokens/s = sequences x bandwidth / bytes a step "
+                "reads, the batch's ceiling" if n_seq > 1 else
+                "the sequence's KV cache; tokens/s = bandwidth / bytes a step reads")
+             + ": activations, logits and kernel gaps are not counted, so real decoding is "
+             "slower")
+    if "llama.cpp" in engines:
+        sliding = any(w is not None for w in kc.llamacpp_layer_windows(cfg))
+        a.append("llama.cpp reads what attention is handed, n_kv cells per layer (get_n_kv: the "
+                 "highest used cell + 1 rounded up to 256): pad(n, 256) in "
+                 + ("a global layer whatever -c is, and every cell of a sliding layer's "
+                    "pad(min(n, W + ub), 256), reused as the window moves" if sliding else
+                    "every layer whatever -c is")
+                 + ("; each sequence its own cells (one stream per sequence)" if n_seq > 1
+                    else ""))
+    if "vllm" in engines or "ideal" in engines:
+        sliding = any(w is not None for w in kc.layer_windows(cfg))
+        a.append(("vLLM, as the exact count, reads n tokens per global layer and min(n, W) per "
+                  "sliding one: FlashAttention stops at the request's length in its block table "
+                  "and a window's start" if sliding else
+                  "vLLM, as the exact count, reads n tokens per layer: FlashAttention stops at "
+                  "the request's length in its block table")
+                 + ", so block padding" + (" and freed blocks are" if sliding else " is")
+                 + " not read")
+    key = as_model(cfg).experts_key
+    if key is not None:
+        a.append(f"a mixture of experts ({key}): every expert's weights are counted, as a large "
+                 "batch touches them all; one sequence's step reads only its routed experts, so "
+                 "its real ceiling is higher")
+    return out
+
+
+def _gb(n):
+    """Bytes in decimal GB, as bandwidth is quoted: 16.06 GB."""
+    return f"{n / 1e9:,.2f} GB"
+
+
+def _rate(bandwidth):
+    """3.35 TB/s, 300 GB/s."""
+    return f"{bandwidth / 1e12:g} TB/s" if bandwidth >= 10**12 else f"{bandwidth / 1e9:g} GB/s"
+
+
 # --------------------------------------------------------------------------- the report
 
 def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv_types=("f16",),
            n_seq=1, gpu_memory=None, weights_bytes=None, weights_source=None, source=None,
-           in_flight_tokens=None):
+           in_flight_tokens=None, gpu=None):
     """The whole report of one model as a JSON-able dict (see the module docstring).
 
     config       a config.json dict (a multimodal one's text_config is read)
@@ -423,13 +495,15 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
                  engine has not, q8_0 in vLLM or fp8 in llama.cpp, is left out of that engine)
     n_seq        sequences (requests) of each context at once
     gpu_memory   bytes of GPU memory (``parse_size``), or None for no budget
-    weights_bytes   the weights' bytes for the budget (a GGUF file's tensor data, or
-                 ``lessonlib.models.weights.weight_bytes`` of the config: the caller's choice; required
-                 with ``gpu_memory``), with ``weights_source`` saying where they came from
+    weights_bytes   the weights' bytes for the budget and the roofline (a GGUF file's tensor
+                 data, or ``lessonlib.models.weights.weight_bytes`` of the config: the caller's
+                 choice; required with ``gpu_memory`` or ``gpu``), with ``weights_source`` saying
+                 where they came from
     source       a dict describing the input (path, format), copied into the report
     in_flight_tokens   vLLM's tokens scheduled but not settled, which its sliding layers keep
                  blocks for; None: ``vllm serve``'s default for ``gpu_memory``
                  (``kv_cache.vllm_serve_in_flight_tokens``)
+    gpu          a ``GPU_CHOICES`` name for the decode roofline, or None for none
 
     The dict's entries:
 
@@ -450,9 +524,15 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     budget       with ``gpu_memory``: ``kv_cache.gpu_budget`` per engine and type (the bytes
                  the weights leave, the longest sequence, the sequences of each context that
                  fit) and the assumptions; else None
+    decode       with ``gpu``: the GPU, its bandwidth and its source, and per context, type and
+                 engine the bytes one decode step of the ``n_seq`` sequences reads (the
+                 weights once, each sequence's cache by ``traffic.decode_cache_bytes``) and the
+                 tokens per second the bandwidth allows (``traffic.decode_roofline``), with the
+                 assumptions; else None
 
     Errors name the argument (``contexts[i]``, ``engines[i]``, ``kv_types[i]``, a type none of
-    the engines asked for has, ``weights_bytes`` missing with ``gpu_memory``) or the config key.
+    the engines asked for has, ``weights_bytes`` missing with ``gpu_memory`` or ``gpu``, a
+    ``gpu`` not in ``GPU_CHOICES``) or the config key.
     """
     cfg = _check_config(config)
     contexts = _list("contexts", contexts, lambda i, v: positive_int(f"contexts[{i}]", v))
@@ -462,6 +542,10 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     n_seq = positive_int("n_seq", n_seq)
     if gpu_memory is not None:
         gpu_memory = positive_int("gpu_memory", gpu_memory)
+    if gpu is not None:
+        gpu = check.choice("gpu", gpu, GPU_CHOICES)
+    if (gpu_memory is not None or gpu is not None) and weights_bytes is not None:
+        weights_bytes = check.non_negative_int("weights_bytes", weights_bytes)
     if in_flight_tokens is None:
         in_flight = kc.vllm_serve_in_flight_tokens(gpu_memory)
         in_flight_why = (f"vllm serve's default: 2 batches of {in_flight // 2:,}"
@@ -500,9 +584,15 @@ def report(config, contexts=(4096, 32768, 131072), *, engines=ENGINE_CHOICES, kv
     if gpu_memory is not None:
         if weights_bytes is None:
             raise ValueError("weights_bytes is required with gpu_memory (the weights share the GPU)")
-        weights_bytes = check.non_negative_int("weights_bytes", weights_bytes)
         out["budget"] = _budget(cfg, gpu_memory, weights_bytes, weights_source or "given",
                                 contexts, engines, kv_types, n_seq, in_flight)
+    out["decode"] = None
+    if gpu is not None:
+        if weights_bytes is None:
+            raise ValueError("weights_bytes is required with gpu (every decode step reads the "
+                             "weights)")
+        out["decode"] = _decode(cfg, gpu, weights_bytes, weights_source or "given", contexts,
+                                engines, kv_types, n_seq, budget=out["budget"] is not None)
     return out
 
 
@@ -651,6 +741,27 @@ def format_report(rep):
                                           + [f"seqs of {int(c):,}" for c in ctxs],
                                           right=tuple(range(2, 4 + len(ctxs))))]
         for x in b["assumptions"]:
+            out += _wrap(x, first="  assumes: ")
+    d = rep.get("decode")
+    if d:
+        out.append("")
+        out.append(f"Decode roofline  {d['name']}, {_rate(d['bandwidth'])}; weights "
+                   f"{_gb(d['weights_bytes'])}, read once per step")
+        label = {"llama.cpp": "llama.cpp", "vllm": "vLLM", "ideal": "exact"}
+        groups = []  # engines whose rule reads the same bytes share a row
+        for r in d["rows"]:
+            same = groups and all(groups[-1][0][k] == r[k]
+                                  for k in ("context", "kv_type", "cache_bytes"))
+            groups[-1].append(r) if same else groups.append([r])
+        rows = [[f"{g[0]['context']:,}" + (f" x {g[0]['n_seq']}" if g[0]["n_seq"] > 1 else ""),
+                 g[0]["kv_type"], ", ".join(label[r["engine"]] for r in g),
+                 _gb(g[0]["cache_bytes"]), _gb(round(g[0]["bytes_per_token"])),
+                 f"{g[0]['cache_share']:.1%}", f"{g[0]['tokens_per_s']:,.1f}"] for g in groups]
+        cache = "cache per seq" if any(r["n_seq"] > 1 for r in d["rows"]) else "cache read"
+        out += ["  " + x for x in _table(rows, ["context", "type", "engine", cache,
+                                                "read per token", "cache share", "tokens/s"],
+                                          right=(0, 3, 4, 5, 6))]
+        for x in d["assumptions"]:
             out += _wrap(x, first="  assumes: ")
     for w in rep["notes"]:
         out += _wrap(w, indent="", first="note: ")

@@ -12,6 +12,11 @@ between slow memory (HBM) and fast memory (SRAM):
 The tiled count walks the same key-block plan as ``attention.tiled_attention``, so causal and
 window skipping show up in the numbers. ``flash_hbm_accesses`` counts the other loop order, the
 FlashAttention paper's Algorithm 1 (Dao et al., 2022), with its SRAM-sized blocks.
+
+Decode, one token per sequence per step, is counted in bytes: ``decode_roofline`` adds the
+weights (read once per step) to the KV cache each sequence's step reads by its engine's rule
+(``decode_cache_bytes``) and divides a GPU's memory bandwidth (``GPUS``) by the sum: the
+tokens per second no kernel can beat, since every one of those bytes must cross from HBM.
 """
 import math
 from dataclasses import dataclass
@@ -19,11 +24,13 @@ from dataclasses import dataclass
 from . import _validate as check
 from ._validate import positive_int
 from .attention import key_blocks
+from .models import as_model
 
 __all__ = ["Traffic", "naive_traffic", "tiled_traffic", "traffic_ratio_table",
            "FlashIO", "flash_hbm_accesses", "score_matrix_table", "score_slice_bytes",
            "ScoreMatrixRow", "long_context_cost", "CostRow", "crossover_length",
-           "GIB", "MIB", "format_bytes"]
+           "GIB", "MIB", "format_bytes", "GPU", "GPUS", "DECODE_ENGINES", "decode_cache_bytes",
+           "DecodeRoofline", "decode_roofline"]
 
 GIB = 1024 ** 3
 """Bytes in a GiB, 2**30."""
@@ -263,3 +270,168 @@ def format_bytes(n):
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:,.2f} {unit}"
+
+
+# --------------------------------------------------------------------------- decode roofline
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU's memory bandwidth as its vendor's datasheet gives it.
+
+    name       as printed ("H100 SXM")
+    bandwidth  bytes per second, decimal: the datasheet's 3.35 TB/s is 3.35e12 B/s
+    source     where the figure is published
+    """
+    name: str
+    bandwidth: int
+    source: str
+
+
+_H100 = "NVIDIA H100 Tensor Core GPU datasheet / nvidia.com/en-us/data-center/h100 (specifications)"
+_A100 = ("NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4-web."
+         "pdf), 'GPU Memory Bandwidth'")
+GPUS = {g[0]: GPU(*g[1:]) for g in (
+    ("H100-SXM", "H100 SXM", 3_350 * 10**9, _H100 + ": H100 SXM, 3.35TB/s"),
+    ("H100-PCIe", "H100 PCIe", 2_000 * 10**9, _H100 + ": H100 PCIe, 2TB/s"),
+    ("H200", "H200 SXM", 4_800 * 10**9,
+     "nvidia.com/en-us/data-center/h200 (specifications): H200 SXM, 4.8TB/s"),
+    ("A100-80GB-SXM", "A100 80GB SXM", 2_039 * 10**9, _A100 + ": A100 80GB SXM, 2,039GB/s"),
+    ("A100-40GB", "A100 40GB", 1_555 * 10**9, _A100 + ": A100 40GB PCIe and SXM, 1,555GB/s"),
+    ("L4", "L4", 300 * 10**9,
+     "NVIDIA L4 Tensor Core GPU datasheet / nvidia.com/en-us/data-center/l4: 300GB/s"),
+    ("RTX-4090", "RTX 4090", 1_008 * 10**9,
+     "NVIDIA Ada Lovelace GPU architecture whitepaper, GeForce RTX 4090: 21 Gbps GDDR6X on a "
+     "384-bit bus, 1,008 GB/s"),
+)}
+"""{key: GPU}: the named GPUs' memory bandwidths, each the vendor's datasheet figure in decimal
+bytes per second (1 TB/s = 10**12 B/s), keyed as ``inspect --gpu`` takes them: H100-SXM
+(3.35 TB/s), H100-PCIe (2 TB/s), H200 (4.8 TB/s), A100-80GB-SXM (2.039 TB/s), A100-40GB
+(1.555 TB/s), L4 (300 GB/s), RTX-4090 (1,008 GB/s)."""
+
+DECODE_ENGINES = ("llama.cpp", "vllm", "ideal")
+"""The engines ``decode_cache_bytes`` has a read rule for: ("llama.cpp", "vllm", "ideal")."""
+
+
+def decode_cache_bytes(config, n, *, engine="ideal", kv_type="f16"):
+    """KV-cache bytes one decode step of one sequence reads when ``n`` tokens are cached (the
+    token being decoded among them), by the engine's rule. What a step reads is not what the
+    engine allocated:
+
+    llama.cpp  ``kv_cache.kv_cache_bytes(config, n, engine="llama.cpp")``, the cache of ``-c
+               n``: the graph hands attention a view of n_kv cells per layer, n_kv = pad(the
+               highest used cell + 1, 256) capped at the layer's cells (``get_n_kv``,
+               llama-kv-cache.cpp), and attention reads every cell of that view, masked or not
+               (CUDA's ``flash_attn_mask_to_KV_max`` only trims fully masked 256-cell tiles at
+               the end). Global layers: pad(n, 256) cells, whatever ``-c`` was allocated;
+               sliding layers, whose cells are reused as the window moves: all of their
+               pad(min(n, W + ub), 256) cells once the window has wrapped (``llamacpp_swa_cells``)
+    vllm       the exact tokens, as ``"ideal"``: FlashAttention runs over the request's block
+               table with ``seqused_k`` = its n tokens, a sliding layer with ``window_size =
+               (W - 1, 0)`` (flash_attn.py), so the unfilled slots of the last block and the
+               blocks a window has left (freed, or the null block) are never loaded
+    ideal      n tokens in each global layer, min(n, W) in each sliding one (``kv_cache_bytes``
+               with ``engine="ideal"``)
+
+    ``kv_type`` is a ``kv_cache.KV_TYPES`` name the engine has (q8_0 is llama.cpp's, fp8
+    vLLM's); a cell is ``kv_cache.kv_cell_bytes``. A kernel's own tiles (FlashAttention's 64- or
+    128-key blocks around a window's start) can add part of one tile per layer: not counted.
+    """
+    from . import kv_cache as kc  # kv_cache imports this module's units
+    engine = check.choice("engine", engine, DECODE_ENGINES)
+    n = positive_int("n", n)
+    kv_type = check.choice("kv_type", kv_type, tuple(kc.KV_TYPES))
+    if engine not in kc.KV_TYPES[kv_type].engines:
+        raise ValueError(f"kv_type {kv_type!r} is not a cache type of engine {engine!r} (it has "
+                         + ", ".join(t for t in kc.KV_TYPES if engine in kc.KV_TYPES[t].engines)
+                         + ")")
+    if engine == "llama.cpp":
+        return kc.kv_cache_bytes(config, n, engine="llama.cpp", kv_type=kv_type,
+                                 n_ubatch=kc.LLAMACPP_N_UBATCH).total_bytes
+    return kc.kv_cache_bytes(config, n, engine="ideal", kv_type=kv_type).total_bytes
+
+
+@dataclass(frozen=True)
+class DecodeRoofline:
+    """``decode_roofline``'s answer: the bytes one decode step reads and the tokens per second
+    that the bandwidth allows.
+
+    n              tokens cached per sequence at this step
+    batch          sequences decoded together, one token each per step
+    engine, kv_type   the cache's read rule and element type
+    weights_bytes  the weights, read once per step whatever the batch
+    cache_bytes    the KV cache one sequence's step reads (``decode_cache_bytes``)
+    bandwidth      the GPU's memory bandwidth, bytes per second (decimal)
+    gpu            the ``GPUS`` key the bandwidth came from, or None when given as a number
+    """
+    n: int
+    batch: int
+    engine: str
+    kv_type: str
+    weights_bytes: int
+    cache_bytes: int
+    bandwidth: int
+    gpu: object
+
+    @property
+    def step_bytes(self):
+        """Bytes one step reads: weights_bytes + batch x cache_bytes."""
+        return self.weights_bytes + self.batch * self.cache_bytes
+
+    @property
+    def bytes_per_token(self):
+        """step_bytes / batch: what each generated token costs in reads (a float)."""
+        return self.step_bytes / self.batch
+
+    @property
+    def step_seconds(self):
+        """The shortest a step can take: step_bytes / bandwidth."""
+        return self.step_bytes / self.bandwidth
+
+    @property
+    def tokens_per_s(self):
+        """The ceiling on generated tokens per second for the whole batch: batch x bandwidth /
+        step_bytes."""
+        return self.batch * self.bandwidth / self.step_bytes
+
+    @property
+    def cache_share(self):
+        """The cache's fraction of the bytes a step reads: batch x cache_bytes / step_bytes."""
+        return self.batch * self.cache_bytes / self.step_bytes
+
+
+def decode_roofline(config, n, *, gpu=None, bandwidth=None, engine="ideal", kv_type="f16",
+                    batch=1, weights_bytes=None):
+    """The decode roofline: the most tokens per second a GPU's memory bandwidth allows at
+    context ``n``. Decoding one token per sequence reads every weight once per step (one read
+    serves the whole batch) and each sequence's KV cache (``decode_cache_bytes``, by the
+    engine's rule); no kernel can finish a step faster than those bytes take to stream:
+    ``tokens_per_s = batch x bandwidth / (weights + batch x cache)``. A ``DecodeRoofline``.
+
+    ``gpu`` a ``GPUS`` key, or ``bandwidth`` in bytes per second (one of the two).
+    ``weights_bytes`` None: the checkpoint's, ``models.load_model(config).weights.bytes``
+    (an error when lessonlib does not count the architecture); give a GGUF's tensor bytes for a
+    quantized file. Every weight byte counts once per step: a dense model reads them all; an
+    untied embedding table is read one row per token and a mixture of experts reads only the
+    routed experts of each token, so for those the real ceiling is higher (give the bytes read
+    as ``weights_bytes``). Activations and the logits are not counted.
+    """
+    model = as_model(config)
+    if (gpu is None) == (bandwidth is None):
+        raise ValueError(f"give gpu (one of {', '.join(GPUS)}) or bandwidth (bytes per second), "
+                         f"not {'both' if gpu is not None else 'neither'}")
+    if gpu is not None:
+        gpu = check.choice("gpu", gpu, tuple(GPUS))
+        bandwidth = GPUS[gpu].bandwidth
+    else:
+        bandwidth = check.real("bandwidth", bandwidth, above=0)
+    batch = positive_int("batch", batch)
+    cache = decode_cache_bytes(model, n, engine=engine, kv_type=kv_type)
+    if weights_bytes is None:
+        weights = model.weights
+        if weights is None:
+            raise ValueError(f"weights_bytes is required: lessonlib does not count this model's "
+                             f"weights ({model.params_note})")
+        weights_bytes = weights.bytes
+    else:
+        weights_bytes = check.non_negative_int("weights_bytes", weights_bytes)
+    return DecodeRoofline(n, batch, engine, kv_type, weights_bytes, cache, bandwidth, gpu)

@@ -20,9 +20,9 @@ REPO = Path(__file__).resolve().parent.parent
 # The snapshot commands: `python tests/test_cli.py` rewrites the files after a deliberate change.
 SNAPSHOT_ARGS = {
     "Llama-3.1-8B.txt": ["inspect", "Llama-3.1-8B", "-c", "8K", "-c", "128K", "--kv-dtype", "f16",
-                         "--kv-dtype", "q8_0", "--gpu-memory", "24GiB"],
+                         "--kv-dtype", "q8_0", "--gpu-memory", "24GiB", "--gpu", "RTX-4090"],
     "gpt-oss-20b.txt": ["inspect", "gpt-oss-20b", "-c", "32K", "-c", "128K", "--gpu-memory",
-                        "80GB"],
+                        "80GB", "--gpu", "H100-SXM"],
 }
 
 
@@ -68,6 +68,21 @@ def test_gguf_budget_uses_the_files_tensor_bytes(tmp_path):
     given = json.loads(run("inspect", path, "--json", "--gpu-memory", "24GiB", "--weights",
                            "16GB")[1])
     assert given["budget"]["weights_bytes"] == 16 * 10**9
+
+
+def test_gpu_draws_the_decode_roofline_with_the_sources_weights(tmp_path):
+    path = gf.write_gguf(str(tmp_path / "m.gguf"), load_config("Llama-3.1-8B"))
+    rep = json.loads(run("inspect", path, "--json", "--gpu", "L4", "-c", "8K")[1])
+    assert rep["budget"] is None and rep["decode"]["gpu"] == "L4"
+    assert rep["decode"]["weights_bytes"] == gf.read_gguf(path).tensor_bytes
+    assert rep["decode"]["weights_source"] == "the GGUF file's tensor data"
+    counted = json.loads(run("inspect", "Llama-3.1-8B", "--json", "--gpu", "L4", "-c", "8K")[1])
+    assert counted["decode"]["weights_bytes"] == 16_060_522_496
+    given = json.loads(run("inspect", "Llama-3.1-8B", "--json", "--gpu", "L4", "-c", "8K",
+                           "--weights", "4GB")[1])
+    assert given["decode"]["weights_bytes"] == 4 * 10**9
+    assert [r["tokens_per_s"] for r in given["decode"]["rows"]] == \
+        [300e9 / (4e9 + 32 * 8192 * 4096)] * 3
 
 
 def _bad_json(tmp_path):
@@ -127,6 +142,7 @@ def test_bad_sources_give_one_line_and_exit_2(tmp_path, make):
     (["Llama-3.1-8B", "--gpu-memory", "24"], "--gpu-memory must be a number with a unit"),
     (["Llama-3.1-8B", "--kv-dtype", "q8"], "argument --kv-dtype: invalid choice: 'q8'"),
     (["Llama-3.1-8B", "--engine", "sglang"], "argument --engine: invalid choice"),
+    (["Llama-3.1-8B", "--gpu", "H100"], "argument --gpu: invalid choice: 'H100'"),
     (["Llama-3.1-8B", "--engine", "vllm", "--kv-dtype", "q8_0"], "kv_types: 'q8_0'"),
     (["Lama-3.1-8B"], "not a shipped config (those are"),
     (["nowhere/config.json"], "nowhere/config.json: no such file or folder"),

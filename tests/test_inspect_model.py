@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from lessonlib import inspect_model as im
 from lessonlib import kv_cache as kc
 from lessonlib import rope
+from lessonlib import traffic as T
 from lessonlib.models.configs import config_names, load_config
 
 from _bad import Case, DELETE, bad_input_tests, choices, ints
@@ -239,17 +240,86 @@ def test_a_type_no_engine_asked_has_is_named():
         im.report(load_config("Llama-3.1-8B"), [4096], engines=["llama.cpp"], kv_types=["fp8"])
 
 
+# --------------------------------------------------------------------------- decode roofline
+
+@pytest.mark.parametrize("name, gpu", [("Llama-3.1-8B", "H100-SXM"), ("gpt-oss-20b", "RTX-4090"),
+                                       ("DeepSeek-V3", "H200"), ("Mistral-7B", "L4")])
+def test_every_decode_row_is_the_library_roofline(name, gpu):
+    cfg = load_config(name)
+    rep = im.report(cfg, [1000, 32768], kv_types=["f16", "q8_0", "fp8"], n_seq=3, gpu=gpu,
+                    weights_bytes=10**10, weights_source="test")
+    json.dumps(rep)
+    d = rep["decode"]
+    assert (d["gpu"], d["bandwidth"], d["weights_bytes"]) == (gpu, T.GPUS[gpu].bandwidth, 10**10)
+    seen = set()
+    for row in d["rows"]:
+        r = T.decode_roofline(cfg, row["context"], gpu=gpu, engine=row["engine"],
+                              kv_type=row["kv_type"], batch=3, weights_bytes=10**10)
+        assert (row["cache_bytes"], row["step_bytes"], row["tokens_per_s"], row["cache_share"],
+                row["bytes_per_token"]) == (r.cache_bytes, r.step_bytes, r.tokens_per_s,
+                                            r.cache_share, r.bytes_per_token)
+        seen.add((row["context"], row["engine"], row["kv_type"]))
+    # one row per context and engine for each type the engine has, as the cache table
+    assert seen == {(r["context"], r["engine"], r["kv_type"]) for r in rep["caches"]}
+
+
+def test_the_decode_lines_of_llama_on_an_h100():
+    cfg = load_config("Llama-3.1-8B")
+    rep = im.report(cfg, [8192, 32768, 131072], gpu="H100-SXM", weights_bytes=16_060_522_496,
+                    weights_source="counted")
+    text = im.format_report(rep)
+    lines = text[text.index("Decode roofline"):].splitlines()
+    assert lines[0] == "Decode roofline  H100 SXM, 3.35 TB/s; weights 16.06 GB, read once per step"
+    # the three engines read the same bytes of a model without sliding layers at these lengths:
+    # one row; 32 layers x 4,096 B x n, over 3.35e12 B/s
+    assert lines[2].split() == ["8,192", "f16", "llama.cpp,", "vLLM,", "exact", "1.07", "GB",
+                                "17.13", "GB", "6.3%", "195.5"]
+    assert lines[3].split()[-6:] == ["4.29", "GB", "20.36", "GB", "21.1%", "164.6"]
+    assert lines[4].split()[-6:] == ["17.18", "GB", "33.24", "GB", "51.7%", "100.8"]
+    flat = " ".join(text.split())
+    assert "tokens/s = bandwidth / bytes a step reads" in flat
+    assert "(16.06 GB, counted; all of them counted" in flat
+    assert "pad(n, 256) in every layer whatever -c is" in flat
+    assert "vLLM, as the exact count, reads n tokens per layer" in flat
+    assert "mixture of experts" not in flat
+    assert max(len(line) for line in lines) <= im.WIDTH
+
+
+def test_the_decode_table_splits_engines_that_read_differently():
+    rep = im.report(load_config("gpt-oss-20b"), [131072], gpu="H200", weights_bytes=13 * GIB,
+                    n_seq=4, gpu_memory=141 * 10**9)
+    text = im.format_report(rep)
+    block = text[text.index("Decode roofline"):]
+    assert "cache per seq" in block and "131,072 x 4  f16   llama.cpp " in block
+    assert "131,072 x 4  f16   vLLM, exact " in block
+    flat = " ".join(block.split())
+    assert "as the budget counts them" in flat and "sequences x bandwidth" in flat
+    assert "a mixture of experts (num_local_experts)" in flat
+    assert "each sequence its own cells" in flat
+
+
+def test_no_gpu_no_decode_and_the_weights_are_required():
+    cfg = load_config("Llama-3.1-8B")
+    rep = im.report(cfg, [4096])
+    assert rep["decode"] is None and "Decode roofline" not in im.format_report(rep)
+    with pytest.raises(ValueError, match=r"^weights_bytes is required with gpu"):
+        im.report(cfg, [4096], gpu="L4")
+    with pytest.raises(ValueError, match=r"^gpu must be one of"):
+        im.report(cfg, [4096], gpu="H100", weights_bytes=1)
+    assert im.GPU_CHOICES == tuple(T.GPUS)
+
+
 _CFG = load_config("gpt-oss-20b")
 BAD_INPUTS = [
     Case(im.report, args=(_CFG, [4096]),
          kwargs=dict(engines=["llama.cpp", "vllm"], kv_types=["f16"], n_seq=1,
-                     gpu_memory=24 * GIB, weights_bytes=13 * GIB),
+                     gpu_memory=24 * GIB, weights_bytes=13 * GIB, gpu="RTX-4090"),
          bad=dict(config=st.sampled_from([None, "gpt-oss-20b", [1], 3]),
                   contexts=st.sampled_from([4096, "4096", [], [0], [True], [2.5], None]),
                   engines=st.sampled_from([["sglang"], "vllm", [], ["VLLM"]]),
                   kv_types=st.sampled_from([["q8"], "f16", [], ["F16"]]),
                   n_seq=ints(minimum=1), gpu_memory=ints(minimum=1, none_ok=True),
-                  weights_bytes=ints(minimum=0),
+                  weights_bytes=ints(minimum=0), gpu=choices(im.GPU_CHOICES, none_ok=True),
                   **{"config.num_hidden_layers": ints(minimum=1) | st.just(DELETE)}),
          names={"contexts": "contexts", "engines": "engines", "kv_types": "kv_types"}),
     Case(im.parse_size, args=("24GiB",),

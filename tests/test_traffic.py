@@ -7,6 +7,7 @@ from lessonlib.models.configs import load_config
 from lessonlib.traffic import (GIB, MIB, crossover_length, flash_hbm_accesses,
                                long_context_cost, naive_traffic, score_matrix_table,
                                score_slice_bytes, tiled_traffic, traffic_ratio_table)
+from lessonlib.models import load_model
 from lessonlib.models.weights import weight_bytes
 
 # Llama 3.1 8B's N_param as notebooks 01 and 09 take it: counted from its config.json.
@@ -232,8 +233,158 @@ def test_flash_hbm_accesses_names_bad_arguments():
         flash_hbm_accesses(4096, 0, 65536)
 
 
+# --------------------------------------------------------------------------- decode roofline
+# Every expected number below is written from the published config.json by hand, not from
+# lessonlib: the per-layer cell (K and V rows), the layers, llama.cpp's 256-cell padding.
+
+def _pad256(n):
+    return -(-n // 256) * 256
+
+
+# Llama-3.1-8B: 32 layers, 8 KV heads of 128, bf16; 4,096 hidden, 14,336 MLP, 128,256 words,
+# lm_head apart from embed_tokens; every weight 2 bytes.
+_LLAMA_CELL = 2 * 8 * 128 * 2  # K and V rows of one layer, f16: 4,096 bytes
+_LLAMA_LAYER = (4096 * 4096 + 2 * 1024 * 4096 + 4096 * 4096  # q, k, v, o
+                + 3 * 4096 * 14336 + 2 * 4096)  # gate, up, down; two RMSNorms
+_LLAMA_WEIGHTS = 2 * (32 * _LLAMA_LAYER + 2 * 128256 * 4096 + 4096)  # + embed, lm_head, norm
+_H100 = 3.35e12
+
+
+def test_gpus_are_the_datasheet_figures_in_decimal_bytes():
+    expected = {"H100-SXM": 3.35e12, "H100-PCIe": 2.0e12, "H200": 4.8e12,
+                "A100-80GB-SXM": 2.039e12, "A100-40GB": 1.555e12, "L4": 300e9,
+                "RTX-4090": 1.008e12}
+    assert {k: g.bandwidth for k, g in T.GPUS.items()} == expected
+    for g in T.GPUS.values():
+        assert isinstance(g.bandwidth, int) and g.source and g.name
+    # 384 bits of GDDR6X at 21 Gbps a pin: the 4090's 1,008 GB/s
+    assert T.GPUS["RTX-4090"].bandwidth == 384 // 8 * 21 * 10**9
+
+
+@pytest.mark.parametrize("n", [1, 255, 1000, 4097, 8192, 32768, 131072])
+def test_llama_roofline_by_hand(n):
+    assert _LLAMA_WEIGHTS == 16_060_522_496
+    llama = load_model("Llama-3.1-8B")
+    for engine, cells in (("ideal", n), ("vllm", n), ("llama.cpp", _pad256(n))):
+        r = T.decode_roofline(llama, n, gpu="H100-SXM", engine=engine)
+        cache = 32 * cells * _LLAMA_CELL
+        assert (r.weights_bytes, r.cache_bytes) == (_LLAMA_WEIGHTS, cache)
+        assert r.step_bytes == r.bytes_per_token == _LLAMA_WEIGHTS + cache
+        assert r.tokens_per_s == pytest.approx(_H100 / (_LLAMA_WEIGHTS + cache), rel=1e-12)
+        assert r.cache_share == pytest.approx(cache / (_LLAMA_WEIGHTS + cache), rel=1e-12)
+        assert r.step_seconds == pytest.approx((_LLAMA_WEIGHTS + cache) / _H100, rel=1e-12)
+        assert (r.n, r.batch, r.engine, r.kv_type, r.gpu, r.bandwidth) == \
+            (n, 1, engine, "f16", "H100-SXM", 3_350_000_000_000)
+
+
+def test_llama_numbers_the_report_quotes():
+    llama = load_model("Llama-3.1-8B")
+    got = {(n, g): round(T.decode_roofline(llama, n, gpu=g).tokens_per_s, 1)
+           for n in (8192, 32768, 131072) for g in ("H100-SXM", "RTX-4090")}
+    assert got == {(8192, "H100-SXM"): 195.5, (32768, "H100-SXM"): 164.6,
+                   (131072, "H100-SXM"): 100.8, (8192, "RTX-4090"): 58.8,
+                   (32768, "RTX-4090"): 49.5, (131072, "RTX-4090"): 30.3}
+    # at 128K the cache is half of what a step reads
+    assert T.decode_roofline(llama, 131072, gpu="H100-SXM").cache_share == \
+        pytest.approx(17_179_869_184 / (17_179_869_184 + _LLAMA_WEIGHTS))
+
+
+# gpt-oss-20b: 24 layers, even ones sliding with W = 128, 8 KV heads of 64.
+_OSS_CELL = 2 * 8 * 64 * 2
+
+
+@pytest.mark.parametrize("n, exact_sliding, llamacpp_sliding", [
+    (1, 1, 256), (100, 100, 256), (129, 128, 256), (1000, 128, 768), (4097, 128, 768),
+    (131072, 128, 768)])
+def test_sliding_layers_read_their_window(n, exact_sliding, llamacpp_sliding):
+    """vLLM and the exact count read min(n, W) tokens of a sliding layer; llama.cpp every cell
+    of its pad(min(n, W + 512), 256) (768 once the window has wrapped)."""
+    oss = load_model("gpt-oss-20b")
+    exact = 12 * n * _OSS_CELL + 12 * exact_sliding * _OSS_CELL
+    assert T.decode_cache_bytes(oss, n, engine="ideal") == exact
+    assert T.decode_cache_bytes(oss, n, engine="vllm") == exact
+    assert T.decode_cache_bytes(oss, n, engine="llama.cpp") == \
+        12 * _pad256(n) * _OSS_CELL + 12 * llamacpp_sliding * _OSS_CELL
+
+
+@pytest.mark.parametrize("n", [1, 7, 5000])
+def test_a_window_of_one_reads_one_token(n):
+    oss = load_model(dict(load_config("gpt-oss-20b"), sliding_window=1))
+    assert T.decode_cache_bytes(oss, n, engine="vllm") == 12 * n * _OSS_CELL + 12 * _OSS_CELL
+    # llama.cpp keeps the window plus one micro-batch: pad(min(n, 1 + 512), 256) cells
+    assert T.decode_cache_bytes(oss, n, engine="llama.cpp") == \
+        12 * _pad256(n) * _OSS_CELL + 12 * min(_pad256(n), 768) * _OSS_CELL
+
+
+def test_llama_cpp_reads_mistral_whole_and_vllm_reads_its_window():
+    """llama.cpp runs Mistral-7B-v0.1 without its window (kv_cache.LLAMACPP_NO_SWA)."""
+    mistral = load_model("Mistral-7B")
+    n = 32769
+    assert T.decode_cache_bytes(mistral, n, engine="llama.cpp") == 32 * _pad256(n) * 4096
+    assert T.decode_cache_bytes(mistral, n, engine="vllm") == 32 * 4096 * 4096
+
+
+@pytest.mark.parametrize("n", [1, 3, 999, 65537])
+def test_mla_reads_one_latent_per_token(n):
+    """DeepSeek-V3: 61 layers cache kv_lora_rank 512 + the RoPE key 64, 2 bytes each."""
+    ds = load_model("DeepSeek-V3")
+    cell = (512 + 64) * 2
+    assert T.decode_cache_bytes(ds, n, engine="vllm") == 61 * n * cell
+    assert T.decode_cache_bytes(ds, n, engine="llama.cpp") == 61 * _pad256(n) * cell
+    r = T.decode_roofline(ds, n, bandwidth=4.8e12, weights_bytes=10**9)
+    assert r.step_bytes == 10**9 + 61 * n * cell and r.gpu is None
+
+
+def test_cache_types():
+    llama = load_model("Llama-3.1-8B")
+    assert T.decode_cache_bytes(llama, 1000, engine="vllm", kv_type="fp8") == 32 * 1000 * 2048
+    # q8_0: 34 bytes per 32 values, K and V rows of 1,024 values each
+    assert T.decode_cache_bytes(llama, 1000, engine="llama.cpp", kv_type="q8_0") == \
+        32 * 1024 * 2 * (1024 // 32 * 34)
+    with pytest.raises(ValueError, match=r"^kv_type 'q8_0' is not a cache type of engine 'vllm'"):
+        T.decode_cache_bytes(llama, 1000, engine="vllm", kv_type="q8_0")
+    with pytest.raises(ValueError, match=r"^kv_type 'fp8' is not a cache type of engine 'llama.cpp'"):
+        T.decode_cache_bytes(llama, 1000, engine="llama.cpp", kv_type="fp8")
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7, 64])
+def test_a_batch_reads_the_weights_once_and_each_cache(batch):
+    llama = load_model("Llama-3.1-8B")
+    n, cache = 4097, 32 * 4097 * _LLAMA_CELL
+    r = T.decode_roofline(llama, n, bandwidth=_H100, batch=batch)
+    assert r.step_bytes == _LLAMA_WEIGHTS + batch * cache
+    assert r.bytes_per_token == (_LLAMA_WEIGHTS + batch * cache) / batch
+    assert r.tokens_per_s == pytest.approx(batch * _H100 / (_LLAMA_WEIGHTS + batch * cache))
+    assert r.cache_share == pytest.approx(batch * cache / (_LLAMA_WEIGHTS + batch * cache))
+    # more sequences, more tokens a second, never past bandwidth / cache
+    assert T.decode_roofline(llama, n, bandwidth=_H100, batch=batch + 1).tokens_per_s > \
+        r.tokens_per_s
+    assert r.tokens_per_s < _H100 / cache
+
+
+def test_weights_given_or_counted():
+    assert T.decode_roofline(load_config("gpt-oss-20b"), 100, gpu="L4").weights_bytes == \
+        weight_bytes(load_config("gpt-oss-20b")).bytes
+    r = T.decode_roofline(load_config("Llama-3.1-8B"), 100, gpu="L4", weights_bytes=0)
+    assert r.weights_bytes == 0 and r.cache_share == 1.0
+    hybrid = load_config("Llama-3-8B-hybrid-3to1")  # lessonlib cannot count its weights
+    with pytest.raises(ValueError, match=r"^weights_bytes is required.*model_type"):
+        T.decode_roofline(hybrid, 100, gpu="L4")
+    assert T.decode_roofline(hybrid, 100, gpu="L4", weights_bytes=5).weights_bytes == 5
+
+
+def test_gpu_or_bandwidth_not_both():
+    cfg = load_config("Llama-3.1-8B")
+    with pytest.raises(ValueError, match=r"^give gpu .* or bandwidth .*not neither"):
+        T.decode_roofline(cfg, 100)
+    with pytest.raises(ValueError, match=r"not both"):
+        T.decode_roofline(cfg, 100, gpu="L4", bandwidth=1e12)
+    with pytest.raises(ValueError, match=r"^gpu must be one of"):
+        T.decode_roofline(cfg, 100, gpu="H100")
+
+
 # --------------------------------------------------------------------------- bad inputs
-from _bad import Case, bad_input_tests, flags, ints, reals  # noqa: E402
+from _bad import Case, bad_input_tests, choices, flags, ints, reals  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 _LENGTHS = st.one_of(ints(minimum=1).map(lambda n: [4096, n]),
@@ -270,6 +421,23 @@ BAD_INPUTS = [
     Case(crossover_length, args=(8.03e9,), kwargs=dict(layers=32, q_dim=4096, causal=True),
          bad=dict(params=reals(above=0.0), layers=ints(minimum=1), q_dim=ints(minimum=1),
                   causal=flags())),
+    Case(T.decode_cache_bytes, args=(load_config("gpt-oss-20b"), 4097),
+         kwargs=dict(engine="llama.cpp", kv_type="q8_0"),
+         bad={"n": ints(minimum=1), "engine": choices(T.DECODE_ENGINES) | st.just("vllm"),
+              "kv_type": choices(["f16", "bf16", "q8_0", "q4_0", "f32"]) | st.just("fp8"),
+              "config.num_key_value_heads": ints(minimum=1, none_ok=True) | st.just(3)}),
+    Case(T.decode_cache_bytes, args=(load_config("DeepSeek-V3"), 1000), id="decode_cache_bytes[mla]",
+         bad={"n": ints(minimum=1), "engine": choices(T.DECODE_ENGINES),
+              "config.kv_lora_rank": ints(minimum=1, none_ok=True)}),
+    Case(T.decode_roofline, args=(load_config("Llama-3.1-8B"), 8192),
+         kwargs=dict(gpu="H100-SXM", engine="vllm", kv_type="fp8", batch=4),
+         bad={"n": ints(minimum=1), "gpu": choices(T.GPUS), "engine": choices(T.DECODE_ENGINES),
+              "kv_type": choices(["f16", "bf16", "fp8"]) | st.just("q8_0"),
+              "batch": ints(minimum=1), "weights_bytes": ints(minimum=0, none_ok=True),
+              "config.num_hidden_layers": ints(minimum=1)}),
+    Case(T.decode_roofline, args=(load_config("Llama-3-8B-hybrid-3to1"), 100),
+         kwargs=dict(bandwidth=3.35e12, weights_bytes=10**9), id="decode_roofline[bandwidth]",
+         bad={"bandwidth": reals(above=0.0), "weights_bytes": ints(minimum=0)}),
 ]
 test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 
