@@ -113,9 +113,11 @@ bench: $(STAMP)
 profile-keypress: $(STAMP)
 	$(PY) -m pytest tests/browser/profile_keypress.py -q -s -p no:cacheprovider
 
-# Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md).
+# Needs a CUDA GPU (H100/H200 class for the targets in benchmarks/RESULTS.md). The split-KV
+# decode script's checks also run on a CPU: $(PY) benchmarks/split_kv_decode_gpu.py --dry-run
 bench-gpu: $(STAMP)
 	$(PY) benchmarks/flash_attention_gpu.py
+	$(PY) benchmarks/split_kv_decode_gpu.py
 
 # Notebook 10's model: retrain it (about 9 minutes on 2 cores, fixed seeds; rewrites
 # lessonlib/data/tinylm*.pt and the log), then rerun the experiments into
