@@ -213,10 +213,11 @@ def test_names_argument_is_whole_words():
 # module's BAD_INPUTS list: a new function without bad-input tests fails here.
 COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles", "paged",
            "radix_cache", "rope", "softmax", "streaming", "tinylm", "tinylm_results", "traffic",
-           "triton_attention", "models.configs", "runtime", "models.weights", "models.describe",
-           "models.tiny", "models.rope", "models.shape", "inspect_model", "models.gguf", "llamacpp",
-           "widgets.attention", "widgets.kv_cache", "widgets.long_context", "widgets.rope",
-           "widgets.tinylm", "widgets.triton", "widgets.windows"]
+           "triton_attention", "triton_decode", "models.configs", "runtime", "models.weights",
+           "models.describe", "models.tiny", "models.rope", "models.shape", "inspect_model",
+           "models.gguf", "llamacpp", "widgets.attention", "widgets.kv_cache",
+           "widgets.long_context", "widgets.rope", "widgets.tinylm", "widgets.triton",
+           "widgets.windows"]
 # Not listed: lessonlib.plots (draw functions that take an Axes and what the compute functions
 # above returned, already checked; students call them only through the widgets) and
 # lessonlib.checks (their arguments are students' answers: test_checks.py feeds every check a
@@ -227,14 +228,15 @@ COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles
 CASE_MODULES = ["test_attention", "test_engines", "test_kernel_plan", "test_kv_cache",
                 "test_kvtask", "test_needles", "test_paged", "test_radix_cache", "test_rope",
                 "test_softmax", "test_streaming", "test_tinylm", "test_tinylm_results",
-                "test_traffic", "test_triton_attention", "test_models_configs", "test_runtime",
-                "test_models_weights", "test_models_describe", "test_models_tiny",
-                "test_models_rope", "test_models_shape", "test_inspect_model", "test_models_gguf",
-                "test_llamacpp", "test_widgets_attention", "test_widgets_kv_cache",
-                "test_widgets_long_context", "test_widgets_rope", "test_widgets_tinylm",
-                "test_widgets_triton", "test_widgets_windows"]
+                "test_traffic", "test_triton_attention", "test_triton_decode",
+                "test_models_configs", "test_runtime", "test_models_weights",
+                "test_models_describe", "test_models_tiny", "test_models_rope", "test_models_shape",
+                "test_inspect_model", "test_models_gguf", "test_llamacpp", "test_widgets_attention",
+                "test_widgets_kv_cache", "test_widgets_long_context", "test_widgets_rope",
+                "test_widgets_tinylm", "test_widgets_triton", "test_widgets_windows"]
 NEEDS = {"tinylm": "torch", "triton_attention": "triton", "test_tinylm": "torch",
-         "test_triton_attention": "triton", "llamacpp": "llama_cpp"}
+         "test_triton_attention": "triton", "triton_decode": "triton",
+         "test_triton_decode": "triton", "llamacpp": "llama_cpp"}
 
 
 def _takes_arguments(f):
