@@ -521,35 +521,37 @@ def _check_scale(scale, d):
     return check.real("scale", scale, above=0.0, below=_FP32_MAX / LOG2_E)
 
 
-def _interpreting():
+def _interpreting(kernel=None):
     """True when the kernels were built for Triton's CPU interpreter. `@triton.jit` decides
-    that once, from TRITON_INTERPRET, when a module is imported: this one, and triton.language
-    (whose tl.max and tl.sum the kernel calls) when triton is first imported."""
+    that once, from TRITON_INTERPRET, when a module is imported: this one (or ``kernel``'s), and
+    triton.language (whose tl.max and tl.sum the kernels call) when triton is first imported."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    return isinstance(_flash_attention_fwd_kernel, InterpretedFunction)
+    return isinstance(_flash_attention_fwd_kernel if kernel is None else kernel,
+                      InterpretedFunction)
 
 
-def _check_runnable(q):
-    """A CUDA device, or Triton's CPU interpreter; anything else is a RuntimeError."""
+def _check_runnable(q, kernel=None, *, module="lessonlib.triton_attention",
+                    what="the Triton attention kernel", function="flash_attention"):
+    """A CUDA device, or Triton's CPU interpreter; anything else is a RuntimeError. ``kernel``,
+    ``module``, ``what`` and ``function`` name another module's kernel (lessonlib.triton_decode)."""
     from triton.runtime.interpreter import InterpretedFunction
 
     how = ("set TRITON_INTERPRET=1 to run on the CPU with Triton's interpreter, before triton is "
            "first imported: in a shell `TRITON_INTERPRET=1 python ...`, in a notebook "
            "`os.environ['TRITON_INTERPRET'] = '1'` in the first cell")
-    if _interpreting() != isinstance(tl.sum, InterpretedFunction):
-        raise RuntimeError("triton was imported before TRITON_INTERPRET changed and "
-                           "lessonlib.triton_attention after, so their kernels disagree; "
-                           f"restart Python (or the notebook kernel) and {how}")
-    if _interpreting():
+    if _interpreting(kernel) != isinstance(tl.sum, InterpretedFunction):
+        raise RuntimeError(f"triton was imported before TRITON_INTERPRET changed and {module} "
+                           f"after, so their kernels disagree; restart Python (or the notebook "
+                           f"kernel) and {how}")
+    if _interpreting(kernel):
         return
     if triton.knobs.runtime.interpret:
         raise RuntimeError("TRITON_INTERPRET=1 was set after triton was imported, too late for "
                            "the kernels (built for a GPU); restart Python (or the notebook "
                            f"kernel) and {how}")
     if not torch.cuda.is_available():
-        raise RuntimeError("the Triton attention kernel needs a CUDA GPU, and none is "
-                           f"available; {how}")
+        raise RuntimeError(f"{what} needs a CUDA GPU, and none is available; {how}")
     if q is not None and q.device.type != "cuda":
-        raise RuntimeError(f"flash_attention runs on CUDA tensors, got {q.device} tensors: move "
+        raise RuntimeError(f"{function} runs on CUDA tensors, got {q.device} tensors: move "
                            f"them with .cuda(), or {how}")

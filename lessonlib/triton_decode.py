@@ -53,7 +53,9 @@ import triton.language as tl
 from . import _validate as check
 from .kernel_plan import LOG2_E
 from .kernel_plan import block_d as _block_d
+from .triton_attention import _check_runnable as _runnable
 from .triton_attention import _check_scale, _check_window
+from .triton_attention import _interpreting as _kernels_interpreted
 
 __all__ = ["split_kv_decode"]
 
@@ -462,32 +464,12 @@ def _check_reads(q, key_cache, value_cache, block_table, lens, window, sink_toke
 
 def _interpreting():
     """True when this module's kernels were built for Triton's CPU interpreter."""
-    from triton.runtime.interpreter import InterpretedFunction
-
-    return isinstance(_split_kv_stage1_kernel, InterpretedFunction)
+    return _kernels_interpreted(_split_kv_stage1_kernel)
 
 
 def _check_runnable(q):
-    """A CUDA device with CUDA tensors, or Triton's CPU interpreter; else RuntimeError."""
-    from triton.runtime.interpreter import InterpretedFunction
-
-    how = ("set TRITON_INTERPRET=1 to run on the CPU with Triton's interpreter, before triton is "
-           "first imported: in a shell `TRITON_INTERPRET=1 python ...`, in a notebook "
-           "`os.environ['TRITON_INTERPRET'] = '1'` in the first cell")
-    if _interpreting() != isinstance(tl.sum, InterpretedFunction):
-        raise RuntimeError("triton was imported before TRITON_INTERPRET changed and "
-                           "lessonlib.triton_decode after, so their kernels disagree; restart "
-                           f"Python (or the notebook kernel) and {how}")
-    if _interpreting():
-        return
-    if triton.knobs.runtime.interpret:
-        raise RuntimeError("TRITON_INTERPRET=1 was set after triton was imported, too late for "
-                           "the kernels (built for a GPU); restart Python (or the notebook "
-                           f"kernel) and {how}")
-    if not torch.cuda.is_available():
-        raise RuntimeError(f"the Triton split-KV decode kernel needs a CUDA GPU, and none is "
-                           f"available; {how}")
-    if q.device.type != "cuda":
-        raise RuntimeError(f"split_kv_decode runs on CUDA tensors, got {q.device} tensors: move "
-                           f"them with .cuda(), or {how}")
+    """A CUDA device with CUDA tensors, or Triton's CPU interpreter; else RuntimeError (the
+    checks and words of ``triton_attention``'s, naming this module and its kernel)."""
+    _runnable(q, _split_kv_stage1_kernel, module="lessonlib.triton_decode",
+              what="the Triton split-KV decode kernel", function="split_kv_decode")
 

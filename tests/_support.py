@@ -101,3 +101,16 @@ def sliders(explorer):
     import ipywidgets as widgets
     return {k: c for k, c in explorer.controls.items()
             if isinstance(c, (widgets.IntSlider, widgets.FloatSlider, widgets.SelectionSlider))}
+
+
+def run_python_without_gpu(code, **env_changes):
+    """Run ``code`` (dedented) in a fresh Python at the repository's root with no CUDA device
+    and no TRITON_INTERPRET (``env_changes`` added): how a Triton kernel behaves where it
+    cannot run. Returns the CompletedProcess, output captured as text."""
+    import subprocess
+    import sys
+    import textwrap
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(CUDA_VISIBLE_DEVICES="", PYTHONPATH=ROOT, **env_changes)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)

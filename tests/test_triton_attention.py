@@ -11,14 +11,11 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exp
 
 import json
 import math
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _support import skip_module_without
+from _support import run_python_without_gpu, skip_module_without
 from hypothesis import given, settings, strategies as st
 
 skip_module_without("triton")  # every test here runs the kernel (torch tensors, triton)
@@ -324,13 +321,6 @@ def test_kernel_tile_map_rejects_bad_input(name, kwargs):
 # ------------------------------------------------------------------------------------------------
 # Without CUDA and without the interpreter: a RuntimeError that says how to run
 # ------------------------------------------------------------------------------------------------
-def _run_python(code, **env_changes):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(REPO), **env_changes)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_without_cuda_or_interpreter_raises_runtime_error_saying_how_to_run():
     code = """
         import os, torch
@@ -352,7 +342,7 @@ def test_without_cuda_or_interpreter_raises_runtime_error_saying_how_to_run():
         assert "after triton was imported" in runtime_error(lambda: flash_attention(q, q, q))
         print("ok")
     """
-    result = _run_python(code)
+    result = run_python_without_gpu(code)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
@@ -416,7 +406,7 @@ def test_kernel_compiles_for_hopper_with_tensor_cores_pipelining_and_no_spills()
         print(json.dumps([compile_variant("float16", 64, True, True, True),
                           compile_variant("bfloat16", 128, False, False, False)]))
     """
-    result = _run_python(code, TRITON_DEFAULT_FP_FUSION="1")
+    result = run_python_without_gpu(code, TRITON_DEFAULT_FP_FUSION="1")
     assert result.returncode == 0, result.stderr[-3000:]
     for variant in json.loads(result.stdout.strip().splitlines()[-1]):
         assert variant["wgmma"] >= 4, variant  # QK^T and PV in each compiled loop

@@ -14,12 +14,11 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (make test exp
 import math
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from _support import skip_module_without
+from _support import run_python_without_gpu, skip_module_without
 from hypothesis import given, settings, strategies as st
 
 skip_module_without("triton")  # every test here runs the kernel (torch tensors, triton)
@@ -345,13 +344,6 @@ test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
 # ------------------------------------------------------------------------------------------------
 # Without CUDA and without the interpreter: a RuntimeError that says how to run
 # ------------------------------------------------------------------------------------------------
-def _run_python(code, **env_changes):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(REPO), **env_changes)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_without_cuda_or_interpreter_raises_runtime_error_saying_how_to_run():
     code = """
         import torch
@@ -365,7 +357,7 @@ def test_without_cuda_or_interpreter_raises_runtime_error_saying_how_to_run():
             assert "TRITON_INTERPRET=1" in str(err), err
             print("ok")
     """
-    result = _run_python(code)
+    result = run_python_without_gpu(code)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
@@ -424,7 +416,7 @@ def test_kernels_compile_for_hopper_with_tensor_core_dots_and_no_spills():
             out.append([dtype, d, one, two])
         print(json.dumps(out))
     """
-    result = _run_python(code)
+    result = run_python_without_gpu(code)
     assert result.returncode == 0, result.stderr[-3000:]
     import json
     for dtype, d, one, two in json.loads(result.stdout.strip().splitlines()[-1]):
