@@ -11,6 +11,9 @@ docstring names another source; the file and function it follows are named besid
     FullAttentionManager      single_type_kv_cache_manager.py, FullAttentionManager, driven as
     SlidingWindowManager      kv_cache_manager.py's get_computed_blocks and allocate_slots
                               drive one KV cache group (UnitaryKVCacheCoordinator)
+    HybridManager             kv_cache_coordinator.py, HybridKVCacheCoordinator (its
+                              find_longest_cache_hit) over one FullAttentionManager and one
+                              SlidingWindowManager group sharing one BlockPool
     SinkFullAttentionManager, with_sink_blocks
                               single_type_kv_cache_manager.py, SinkFullAttentionManager, and
                               model_executor/layers/attention/static_sink_attention.py
@@ -29,7 +32,8 @@ any position no query can see, and has ``lessonlib.attention``'s semantics (docs
 Where lessonlib departs from vLLM 0.32, the docstring says so: block hashes are SHA-256 of
 their own serialisation (equal exactly when vLLM's are, never byte-equal to them); the sink
 blocks are taken out of the pool, as vLLM's SinkFullAttentionManager did before 0.32 (0.32's
-only checks the sink length); one KV cache group per manager, no KV connector, speculative
+only checks the sink length); one KV cache group per manager but HybridManager's two (one
+full-attention and one sliding-window, of one block size), no KV connector, speculative
 decoding, max_model_len cap or preemption.
 """
 import hashlib
@@ -45,7 +49,7 @@ from .softmax import online_attention_trace
 __all__ = [
     "NULL_BLOCK", "NONE_HASH", "block_hash", "request_block_hashes", "BlockPool",
     "Allocation", "RequestState", "FullAttentionManager", "SlidingWindowManager",
-    "SinkFullAttentionManager", "with_sink_blocks", "paged_attention",
+    "HybridManager", "SinkFullAttentionManager", "with_sink_blocks", "paged_attention",
     "split_ranges", "SplitState", "split_kv_states", "merge_split_states", "split_kv_decode",
 ]
 
@@ -340,14 +344,15 @@ class RequestState:
 
 
 class _Request:
-    def __init__(self, token_ids, block_size, cache_salt):
+    def __init__(self, token_ids, block_size, cache_salt, num_groups=1):
         self.token_ids = list(token_ids)
         self.num_prompt_tokens = len(token_ids)
         self.cache_salt = cache_salt
         self.hashes = list(request_block_hashes(token_ids, block_size, cache_salt=cache_salt))
         self.num_computed = 0
-        self.table = []
-        self.num_cached = None  # vLLM's num_cached_block: None until the first allocation
+        self.tables = [[] for _ in range(num_groups)]  # one block table per KV cache group
+        self.num_cached = None  # vLLM's num_cached_block, per group: None until allocated
+        self.junction = 0  # vLLM's request.shared_prefix_boundary (hybrid lookups set it)
 
     def rehash(self, block_size):
         full = len(self.token_ids) // block_size
@@ -370,6 +375,20 @@ class _Manager:
         self._pool = pool
         self._block_size = check.integer("block_size", block_size, minimum=1)
         self._requests = {}
+        self._groups = (self,)  # the managers whose rules drive each KV cache group
+        self._group_id = None  # set when this manager drives one group of a hybrid
+
+    def _key(self, block_hash):
+        """The pool's cache key of a block hash in this manager's group: the hash itself for a
+        single group; (hash, group id) in a hybrid, as vLLM keys its cache by
+        ``BlockHashWithGroupId`` (block_pool.py, ``cache_full_blocks``), so that one group's
+        block never serves another group's hit."""
+        return block_hash if self._group_id is None else f"{block_hash}/group{self._group_id}"
+
+    def _pack(self, per_group):
+        """One group's tuple as is; a hybrid's as a tuple with one tuple per group."""
+        out = tuple(tuple(x) for x in per_group)
+        return out[0] if len(out) == 1 else out
 
     @property
     def pool(self):
@@ -385,7 +404,7 @@ class _Manager:
     def requests(self):
         """{request id: ``RequestState``} of every request added and not freed."""
         return {rid: RequestState(rid, tuple(r.token_ids), r.num_prompt_tokens, r.num_computed,
-                                  tuple(r.table), tuple(r.hashes))
+                                  self._pack(r.tables), tuple(r.hashes))
                 for rid, r in self._requests.items()}
 
     def _request(self, request_id):
@@ -407,6 +426,12 @@ class _Manager:
         """Which of blocks [start, stop) become prefix-cache entries (None: all)."""
         return None
 
+    def _hit(self, hashes, max_length):
+        """(hit blocks per group, hit tokens, the longest single group's hit in tokens): one
+        group's ``find_longest_cache_hit`` (UnitaryKVCacheCoordinator)."""
+        hit = self._longest_hit(hashes, max_length)
+        return [hit], len(hit) * self._block_size, len(hit) * self._block_size
+
     # the steps -------------------------------------------------------------------------
     def add_request(self, request_id, token_ids, *, cache_salt=None):
         """A request arrives with its prompt's ``token_ids``; ``cache_salt`` (str or None)
@@ -418,7 +443,7 @@ class _Manager:
             check.text("cache_salt", cache_salt)
         if rid in self._requests:
             raise ValueError(f"request_id: {rid!r} is already a request of this manager")
-        self._requests[rid] = _Request(ids, self._block_size, cache_salt)
+        self._requests[rid] = _Request(ids, self._block_size, cache_salt, len(self._groups))
 
     def append_tokens(self, request_id, token_ids):
         """The tokens a step sampled join the request (vLLM's ``append_output_token_ids``):
@@ -455,57 +480,70 @@ class _Manager:
             raise ValueError(f"request_id: {request_id!r} has no token left to compute "
                              f"(append_tokens the sampled one first)")
         pool, bs, waiting = self._pool, self._block_size, r.num_cached is None
-        hit = []
+        hits, hit_tokens = [[] for _ in self._groups], 0
         if waiting and pool.enable_caching:
-            hit = self._longest_hit(r.hashes, len(r.token_ids) - 1)
-        hit_tokens = len(hit) * bs
+            hits, hit_tokens, longest = self._hit(r.hashes, len(r.token_ids) - 1)
+            # the scheduler's shared_prefix_boundary: a prefix some group cached further
+            r.junction = longest if longest > hit_tokens else 0
         computed = r.num_computed + hit_tokens
         n_new = len(r.token_ids) - computed
         if token_budget is not None:
             n_new = min(n_new, token_budget)
         need = computed + n_new + lookahead
         basis = max(0, computed - in_flight)
-        slots, nulls = self._slots(basis, need)
-        freed = []
-        if waiting:  # add_local_computed_blocks: the passed blocks of the hit are nulls
-            table = [NULL_BLOCK] * nulls + hit[nulls:]
-            taken = [b for b in hit[nulls:] if b != NULL_BLOCK]
-            required = max(0, slots - len(table)) + sum(pool.ref_counts[b] == 0 for b in taken)
-        else:  # remove_skipped_blocks: backwards from the last passed block to a null one
-            table = r.table
-            for i in range(min(nulls, len(table)) - 1, -1, -1):
-                if table[i] == NULL_BLOCK:
-                    break
-                freed.append(table[i])
-                table[i] = NULL_BLOCK
-            pool.free_blocks(freed)
-            required = max(0, slots - len(table))
+        tables, slots, taken, freed, required = [], [], [], [], 0
+        for g, rules in enumerate(self._groups):  # the coordinator: each group in turn
+            n_slots, nulls = rules._slots(basis, need)
+            if waiting:  # add_local_computed_blocks: the passed blocks of the hit are nulls
+                table = [NULL_BLOCK] * nulls + hits[g][nulls:]
+                took = [b for b in hits[g][nulls:] if b != NULL_BLOCK]
+                required += max(0, n_slots - len(table)) + sum(pool.ref_counts[b] == 0
+                                                               for b in took)
+                gone = []
+            else:  # remove_skipped_blocks: backwards from the last passed block to a null one
+                table, took, gone = r.tables[g], [], []
+                for i in range(min(nulls, len(table)) - 1, -1, -1):
+                    if table[i] == NULL_BLOCK:
+                        break
+                    gone.append(table[i])
+                    table[i] = NULL_BLOCK
+                pool.free_blocks(gone)
+                required += max(0, n_slots - len(table))
+            tables.append(table)
+            slots.append(n_slots)
+            taken.append(took)
+            freed.append(gone)
         if required > pool.num_free_blocks:
             return None
-        if waiting:
-            pool.touch(taken)
-            r.num_cached = len(table)
-        new = pool.get_new_blocks(max(0, slots - len(table)))
-        table.extend(new)
-        r.table, r.num_computed = table, computed + n_new
+        if waiting:  # every group's hit is touched before any group takes a new block
+            for took in taken:
+                pool.touch(took)
+            r.num_cached = [len(table) for table in tables]
+        new = []
+        for n_slots, table in zip(slots, tables):  # allocate_new_blocks, group by group
+            new.append(pool.get_new_blocks(max(0, n_slots - len(table))))
+            table.extend(new[-1])
+        r.tables, r.num_computed = tables, computed + n_new
         if pool.enable_caching:  # cache_blocks: the blocks the computed tokens filled
             full = min(r.num_computed, len(r.token_ids)) // bs
-            start = r.num_cached
-            if full > start:
-                mask = self._cacheable(start, full, r)
-                for i in range(start, full):
-                    if table[i] != NULL_BLOCK and (mask is None or mask[i - start]):
-                        pool.cache_full_block(table[i], r.hashes[i])
-                r.num_cached = full
-        return Allocation(request_id, hit_tokens, n_new, tuple(new), tuple(freed), tuple(table),
-                          r.num_computed, pool.num_free_blocks)
+            for g, (rules, table) in enumerate(zip(self._groups, tables)):
+                start = r.num_cached[g]
+                if full > start:
+                    mask = rules._cacheable(start, full, r)
+                    for i in range(start, full):
+                        if table[i] != NULL_BLOCK and (mask is None or mask[i - start]):
+                            pool.cache_full_block(table[i], rules._key(r.hashes[i]))
+                    r.num_cached[g] = full
+        return Allocation(request_id, hit_tokens, n_new, self._pack(new), self._pack(freed),
+                          self._pack(tables), r.num_computed, pool.num_free_blocks)
 
     def free(self, request_id):
         """The request finishes: its blocks go back to the pool in reverse table order, the
         tail first, so that a cached tail is evicted before the blocks a longer prefix shares
         (single_type_kv_cache_manager.py, ``free``)."""
         r = self._request(request_id)
-        self._pool.free_blocks(r.table[::-1])
+        for table in r.tables:  # the coordinator frees group by group
+            self._pool.free_blocks(table[::-1])
         del self._requests[request_id]
 
 
@@ -526,7 +564,7 @@ class FullAttentionManager(_Manager):
     def _longest_hit(self, hashes, max_length):
         hit = []
         for h in hashes[:max_length // self._block_size]:
-            b = self._pool.get_cached_block(h)
+            b = self._pool.get_cached_block(self._key(h))
             if b is None:  # chained hashes: no later block can hit either
                 break
             hit.append(b)
@@ -582,7 +620,7 @@ class SlidingWindowManager(_Manager):
         run, n = self._run(), max_length // self._block_size
         hit, found = [NULL_BLOCK] * n, 0
         for i in range(n - 1, -1, -1):  # from the right, stopping at the first whole run
-            b = self._pool.get_cached_block(hashes[i])
+            b = self._pool.get_cached_block(self._key(hashes[i]))
             if b is None:
                 found = 0
                 continue
@@ -601,11 +639,83 @@ class SlidingWindowManager(_Manager):
             for i in range(start, stop):
                 if i % per >= per - run:
                     mask[i - start] = True
-        if self._retention is not None:  # the replay boundary's run
-            end = (request.num_prompt_tokens - 1) // self._block_size
-            for j in range(max(start, end - run), min(stop, end)):
-                mask[j - start] = True
+        if self._retention is not None:  # the replay boundary's run, and a hybrid's junction's
+            for boundary in (request.num_prompt_tokens - 1, request.junction):
+                if boundary:
+                    end = boundary // self._block_size
+                    for j in range(max(start, end - run), min(stop, end)):
+                        mask[j - start] = True
         return mask
+
+
+class HybridManager(_Manager):
+    """The block tables of a model with both full-attention and sliding-window layers (gpt-oss,
+    Gemma 3), two KV cache groups taking blocks from one ``BlockPool``: vLLM 0.32's
+    ``HybridKVCacheCoordinator`` (kv_cache_coordinator.py) over a ``FullAttentionManager``
+    (group 0) and a ``SlidingWindowManager`` (group 1) of the same ``block_size``. Each group
+    keeps its own table per request, by its own manager's rules; the pool, its free queue and
+    its prefix cache are shared, cache keys carrying the group id (a block cached for one group
+    never serves the other's hit).
+
+    The prefix hit is the length both groups can serve (``find_longest_cache_hit``): full
+    attention's hit L_full first (the longest run of cached blocks from block 0), then the
+    window's hit searched within L_full (its whole run of ``cdiv(sliding_window - 1,
+    block_size)`` cached blocks ending furthest right, at most L_full); full attention's blocks
+    are cut to that length. One pass reaches vLLM's fixed point: any prefix of a full-attention
+    hit is also a hit (it is downward-closed), so a length the window accepts full attention
+    accepts too (vLLM's "simple hybrid", one iteration). Evicted window blocks shorten the hit
+    below full's (full's cached blocks past it are computed again); evicted full blocks cap it
+    whatever the window has cached.
+
+    When full attention cached further than the window (L_full above the hit), the request
+    keeps that junction (vLLM's ``shared_prefix_boundary``, which its scheduler sets from
+    ``get_computed_blocks``), and under a ``retention_interval`` other than None the window
+    also caches the run of blocks ending there, so that the next request sharing the prefix
+    hits it whole.
+
+    Steps as the other managers: ``add_request``, ``schedule`` (the window's passed blocks are
+    freed first, then the free blocks both groups need are counted together, every group's
+    hit touched, then group 0's new blocks taken, then group 1's), ``append_tokens``, ``free``
+    (group 0's table back to the pool, then group 1's, each tail first). ``Allocation`` and
+    ``RequestState`` hold ``new_blocks``, ``freed_blocks`` and ``block_table`` as one tuple
+    per group, (full attention's, the window's); ``hit_tokens`` is the common hit."""
+
+    def __init__(self, pool, sliding_window, block_size=16, *, retention_interval=0):
+        super().__init__(pool, block_size)
+        full = FullAttentionManager(pool, self._block_size)
+        window = SlidingWindowManager(pool, sliding_window, self._block_size,
+                                      retention_interval=retention_interval)
+        full._group_id, window._group_id = 0, 1
+        self._groups = (full, window)
+
+    @property
+    def sliding_window(self):
+        """The window W of the sliding-window group, counting the query itself."""
+        return self._groups[1].sliding_window
+
+    @property
+    def retention_interval(self):
+        """The sliding-window group's ``retention_interval`` (full attention caches every
+        block whatever it is)."""
+        return self._groups[1].retention_interval
+
+    def _hit(self, hashes, max_length):
+        full, window = self._groups
+        full_hit = full._longest_hit(hashes, max_length)
+        longest = len(full_hit) * self._block_size
+        window_hit = window._longest_hit(hashes, longest)
+        n = len(window_hit)
+        return [full_hit[:n], window_hit], n * self._block_size, longest
+
+    def schedule(self, request_id, token_budget=None, *, num_lookahead_tokens=0,
+                 num_in_flight_tokens=0):
+        """One scheduler step for one request, both groups at once (``_Manager.schedule``'s
+        steps, kv_cache_manager.py's ``get_computed_blocks`` and ``allocate_slots`` through
+        the HybridKVCacheCoordinator): the common prefix hit, the window's passed blocks
+        freed, then slots for both groups or None when the pool cannot give both what they
+        need. An ``Allocation`` with per-group tables."""
+        return super().schedule(request_id, token_budget, num_lookahead_tokens=num_lookahead_tokens,
+                                num_in_flight_tokens=num_in_flight_tokens)
 
 
 class SinkFullAttentionManager(FullAttentionManager):

@@ -203,6 +203,105 @@ def test_a_sliding_window_stream_step_by_step():
     assert pool.ref_counts[2:4] == (1, 2)
 
 
+# --------------------------------------------------------------------------- two groups, one pool
+
+def _hybrid_step(m, rid, budget=None):
+    a = m.schedule(rid, budget)
+    return a and (a.hit_tokens, a.new_blocks, a.freed_blocks, a.block_table, m.pool.free_queue)
+
+
+def test_a_hybrid_hit_stops_where_the_window_lost_its_blocks():
+    """Full attention and a window of 8 (blocks of 4) on one pool of 17, every block cached
+    (retention None). kv_cache_coordinator.py, HybridKVCacheCoordinator.find_longest_cache_hit:
+    full attention's hit first, then the window's within it, full's cut to that length;
+    allocate_new_computed_blocks and allocate_new_blocks (group 0's new blocks, then group
+    1's); free (group 0's table, then group 1's, each tail first). Replayed through vLLM 0.32's
+    KVCacheManager with two groups: the same tables, queues and hits."""
+    pool = pg.BlockPool(17)
+    m = pg.HybridManager(pool, 8, 4, retention_interval=None)
+    A = prompt(16)
+    m.add_request("A", A)
+    assert _hybrid_step(m, "A") == (0, ((1, 2, 3, 4), (5, 6, 7, 8)), ((), ()),
+                                    ((1, 2, 3, 4), (5, 6, 7, 8)), tuple(range(9, 17)))
+    m.append_tokens("A", [50])  # 16 - 8 + 1 = 9 tokens passed: the window frees slots 1, 0
+    assert _hybrid_step(m, "A") == (0, ((9,), (10,)), ((), (6, 5)),
+                                    ((1, 2, 3, 4, 9), (NULL, NULL, 7, 8, 10)),
+                                    (11, 12, 13, 14, 15, 16, 6, 5))  # 6 and 5 cached: the back
+    m.add_request("C", prompt(16, 100))
+    assert _hybrid_step(m, "C")[1] == ((11, 12, 13, 14), (15, 16, 6, 5))  # evicts 6 and 5
+    m.free("C")  # full's table, then the window's, each reversed, all cached
+    assert pool.free_queue == (14, 13, 12, 11, 5, 6, 16, 15)
+    # A's first 8 tokens: full attention holds them (blocks 1, 2, still A's), the window's
+    # blocks for them are gone, so nothing both groups can serve: hit 0
+    m.add_request("B", A[:8] + [99])
+    assert _hybrid_step(m, "B") == (0, ((14, 13, 12), (11, 5, 6)), ((), ()),
+                                    ((14, 13, 12), (11, 5, 6)), (16, 15))
+    assert pool.ref_counts[1:3] == (1, 1)  # full's cached blocks were not taken
+    # A's 16 tokens: the window needs only its last cdiv(7, 4) = 2 blocks (7, 8), still held
+    m.add_request("B2", A + [99])
+    assert _hybrid_step(m, "B2") == (16, ((16,), (15,)), ((), ()),
+                                     ((1, 2, 3, 4, 16), (NULL, NULL, 7, 8, 15)), ())
+
+
+def test_a_hybrid_hit_stops_where_full_attention_lost_its_blocks():
+    """The other way round: the window has all of A's blocks cached, full attention lost its
+    last two, and the common hit is full attention's 8 tokens, not the 16 the window alone
+    could serve (blocks 7 and 8 at slots 2 and 3). Replayed through vLLM 0.32 as above."""
+    pool = pg.BlockPool(19)
+    m = pg.HybridManager(pool, 8, 4, retention_interval=None)
+    A = prompt(16)
+    m.add_request("A", A)
+    assert _hybrid_step(m, "A")[3] == ((1, 2, 3, 4), (5, 6, 7, 8))
+    m.free("A")
+    assert pool.free_queue == tuple(range(9, 19)) + (4, 3, 2, 1, 8, 7, 6, 5)
+    m.add_request("C", prompt(24, 100))
+    assert _hybrid_step(m, "C")[1] == ((9, 10, 11, 12, 13, 14), (15, 16, 17, 18, 4, 3))
+    m.free("C")
+    m.add_request("B", A + [99])  # full: blocks 1, 2 (3 and 4 evicted); the window within 8
+    assert _hybrid_step(m, "B") == (8, ((8, 7, 14), (13, 12, 11)), ((), ()),
+                                    ((1, 2, 8, 7, 14), (5, 6, 13, 12, 11)),
+                                    (10, 9, 3, 4, 18, 17, 16, 15))
+    # every group's hit is touched before any group takes a block: full's new blocks 8 and 7
+    # are the window's cached ones, evicted after the window's own hit (5, 6) was taken
+
+
+def test_a_hybrid_keeps_the_window_run_where_full_attention_hit_further():
+    """Retention 0 (vLLM's default): A's window caches only the 2 blocks ending at its replay
+    boundary (15 // 4 = 3: slots 1, 2), so B, sharing A's 16 tokens, hits 12 while full
+    attention had 16: the junction at 16 (vLLM's shared_prefix_boundary). B's window then
+    caches the run ending there too (slots 2, 3; reachable_block_mask's reachable
+    boundaries), and D, sharing the same 16, hits all of them. Replayed through vLLM 0.32."""
+    pool = pg.BlockPool(20)
+    m = pg.HybridManager(pool, 8, 4)
+    A = prompt(16)
+    m.add_request("A", A)
+    m.schedule("A")
+    assert [b for b, h in enumerate(pool.block_hashes) if h] == [1, 2, 3, 4, 6, 7]
+    m.add_request("B", A + prompt(10, 200))
+    assert _hybrid_step(m, "B")[:4] == (12, ((9, 10, 11, 12), (13, 14, 15, 16)), ((), ()),
+                                        ((1, 2, 3, 9, 10, 11, 12), (NULL, 6, 7, 13, 14, 15, 16)))
+    assert pool.block_hashes[13] is not None  # slot 3 of B's window: the junction's run
+    m.add_request("D", A + [77])
+    assert _hybrid_step(m, "D")[:4] == (16, ((17,), (18,)), ((), ()),
+                                        ((1, 2, 3, 4, 17), (NULL, NULL, 7, 13, 18)))
+    without = pg.HybridManager(pg.BlockPool(20), 8, 4, retention_interval=None)
+    assert without.sliding_window == 8 and without.retention_interval is None
+
+
+def test_a_hybrid_without_caching_shares_the_pool_and_hits_nothing():
+    pool = pg.BlockPool(9, enable_caching=False)
+    m = pg.HybridManager(pool, 4, 2)
+    m.add_request("a", prompt(6))
+    a = m.schedule("a")
+    assert a.block_table == ((1, 2, 3), (4, 5, 6)) and a.num_free_blocks == 2
+    m.add_request("b", prompt(6))
+    assert m.schedule("b") is None  # 6 blocks for both groups, 2 free
+    assert m.requests["b"].block_table == ((), ())
+    m.free("a")
+    assert pool.free_queue == (6, 5, 4, 3, 2, 1, 7, 8)  # the window's table freed last: front
+    assert m.schedule("b").hit_tokens == 0 and all(h is None for h in pool.block_hashes)
+
+
 # --------------------------------------------------------------------------- kv_cache's rules
 
 @st.composite
@@ -573,7 +672,8 @@ def _pool(free=0, cache=()):
 
 def _manager(kind="full"):
     pool = pg.BlockPool(16)
-    m = pg.FullAttentionManager(pool, 4) if kind == "full" else pg.SlidingWindowManager(pool, 4, 4)
+    m = (pg.FullAttentionManager(pool, 4) if kind == "full" else
+         pg.SlidingWindowManager(pool, 4, 4) if kind == "swa" else pg.HybridManager(pool, 4, 4))
     m.add_request("r", prompt(6))
     m.schedule("r")
     m.add_request("w", prompt(5))
@@ -639,6 +739,19 @@ BAD_INPUTS = [
          bad=dict(pool=st.sampled_from([None, 4, "pool"]), sliding_window=ints(minimum=1),
                   block_size=ints(minimum=1),
                   retention_interval=ints(minimum=0, none_ok=True) | st.just(6))),
+    Case(pg.HybridManager, args=(pg.BlockPool(4), 8, 4), kwargs=dict(retention_interval=8),
+         bad=dict(pool=st.sampled_from([None, 4, "pool"]), sliding_window=ints(minimum=1),
+                  block_size=ints(minimum=1),
+                  retention_interval=ints(minimum=0, none_ok=True) | st.just(6))),
+    Case(pg.HybridManager.schedule, args=("w",),
+         kwargs=dict(token_budget=2, num_lookahead_tokens=1, num_in_flight_tokens=0),
+         call=lambda request_id, token_budget=None, num_lookahead_tokens=0,
+         num_in_flight_tokens=0: _manager("hybrid").schedule(
+             request_id, token_budget, num_lookahead_tokens=num_lookahead_tokens,
+             num_in_flight_tokens=num_in_flight_tokens),
+         bad=dict(request_id=_RID, token_budget=ints(minimum=1, none_ok=True),
+                  num_lookahead_tokens=ints(minimum=0),
+                  num_in_flight_tokens=ints(minimum=0) | st.just(1))),
     Case(pg.SinkFullAttentionManager, args=(pg.BlockPool(6), 8, 4),
          bad=dict(pool=st.sampled_from([None, "pool", _pool(1)]),
                   sink_tokens=ints(minimum=1) | st.just(6),
