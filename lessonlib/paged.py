@@ -49,7 +49,8 @@ from .softmax import online_attention_trace
 __all__ = [
     "NULL_BLOCK", "NONE_HASH", "block_hash", "request_block_hashes", "BlockPool",
     "Allocation", "RequestState", "FullAttentionManager", "SlidingWindowManager",
-    "HybridManager", "SinkFullAttentionManager", "with_sink_blocks", "paged_attention",
+    "HybridManager", "SinkFullAttentionManager", "with_sink_blocks", "StreamOp", "StreamStep",
+    "chat_stream", "replay", "paged_attention",
     "split_ranges", "SplitState", "split_kv_states", "merge_split_states", "split_kv_decode",
 ]
 
@@ -66,6 +67,8 @@ when the hash is SHA-256), so that every block hash chains to a parent."""
 
 def _token_ids(name, token_ids):
     """A non-empty 1-D sequence of token ids (ints >= 0) as a tuple of Python ints."""
+    if isinstance(token_ids, (list, tuple)) and not token_ids:  # np.asarray([]) is float
+        raise ValueError(f"{name} must hold at least one token id, got none")
     ids = check.array(name, token_ids, kind="int", ndim=1)
     if ids.size == 0:
         raise ValueError(f"{name} must hold at least one token id, got none")
@@ -776,6 +779,117 @@ def with_sink_blocks(block_table, num_tokens, sink_tokens, block_size=16):
     if (table < 0).any():
         raise ValueError(f"block_table must hold block ids >= 0, got {table.min()}")
     return tuple(range(1, sink // bs + 1)) + tuple(int(b) for b in table), n + sink if n else 0
+
+
+# --------------------------------------------------------------------------- request streams
+
+STREAM_OPS = ("arrive", "decode", "finish")
+
+
+@dataclass(frozen=True)
+class StreamOp:
+    """One step of a request stream, as a scheduler meets it:
+
+    "arrive"  request ``request_id`` comes with its prompt ``token_ids``: it is added, looked up
+              in the prefix cache and prefilled in one ``schedule``
+    "decode"  the token it sampled (``token_ids``, one id) joins it and is computed: one
+              ``append_tokens``, one ``schedule``
+    "finish"  it ends: ``free`` (``token_ids`` empty)
+    """
+    kind: str
+    request_id: str
+    token_ids: tuple = ()
+
+    def __post_init__(self):
+        check.choice("kind", self.kind, STREAM_OPS)
+        check.text("request_id", self.request_id)
+        if self.kind == "finish":
+            if self.token_ids != ():
+                raise ValueError(f"token_ids: a finish step takes none, got "
+                                 f"{check.describe(self.token_ids)}")
+            return
+        ids = _token_ids("token_ids", self.token_ids)
+        if self.kind == "decode" and len(ids) != 1:
+            raise ValueError(f"token_ids: a decode step samples one token, got {len(ids)}")
+        object.__setattr__(self, "token_ids", ids)
+
+
+@dataclass(frozen=True)
+class StreamStep:
+    """The cache after one ``StreamOp`` (``replay``).
+
+    op            the step
+    allocation    its ``Allocation`` (None for "finish")
+    tables        {request id: block table} of every live request (a hybrid's: one tuple per
+                  group)
+    num_computed  {request id: tokens computed}
+    free_queue    the pool's free queue, the next block handed out first
+    cached        the ids of the blocks cached under a hash now (held or free): a lookup can hit
+                  them
+    """
+    op: StreamOp
+    allocation: object
+    tables: dict
+    num_computed: dict
+    free_queue: tuple
+    cached: frozenset
+
+
+def chat_stream(block_size=4):
+    """A small chat server's request stream, the one notebook 11 replays: three requests that
+    open with the same 2-block system prompt (tokens 1 .. 2 * block_size).
+
+    "a" arrives (the system prompt and a question of 1.5 blocks) and decodes a few tokens;
+    "b" arrives with the same system prompt and another question (a prefix hit of the system
+    prompt's blocks) and decodes; "a" finishes (its blocks go back to the free queue, the
+    cached ones at its back); "c" re-sends "a"'s prompt exactly (a hit on "a"'s blocks, taken
+    back from the free queue); "b" and "c" decode, then finish. A tuple of ``StreamOp``;
+    token ids are small ints, the system prompt's 1 .. 2B, the rest from 100 up."""
+    B = check.integer("block_size", block_size, minimum=1)
+    system = tuple(range(1, 2 * B + 1))
+    question_a = tuple(range(100, 100 + B + B // 2 + 1))
+    question_b = tuple(range(200, 200 + B // 2 + 1))
+    ops = [StreamOp("arrive", "a", system + question_a)]
+    ops += [StreamOp("decode", "a", (300 + i,)) for i in range(B)]
+    ops += [StreamOp("arrive", "b", system + question_b)]
+    ops += [StreamOp("decode", "b", (400 + i,)) for i in range(2)]
+    ops += [StreamOp("finish", "a"), StreamOp("arrive", "c", system + question_a)]
+    ops += [StreamOp(*step) for i in range(2) for step in (("decode", "b", (410 + i,)),
+                                                            ("decode", "c", (500 + i,)))]
+    ops += [StreamOp("finish", "b"), StreamOp("finish", "c")]
+    return tuple(ops)
+
+
+def replay(manager, ops):
+    """Run a request stream through ``manager`` (any manager of this module, fresh or not) and
+    return what its cache looked like after each step: a tuple of ``StreamStep``, one per op.
+    A step whose ``schedule`` finds too few free blocks is a ValueError (a scheduler would
+    preempt; this replay does not)."""
+    if not isinstance(manager, _Manager):
+        raise ValueError(f"manager must be a lessonlib.paged manager, got "
+                         f"{check.describe(manager)}")
+    if not isinstance(ops, (list, tuple)) or not all(isinstance(o, StreamOp) for o in ops):
+        raise ValueError(f"ops must be a list or tuple of StreamOp, got {check.describe(ops)}")
+    pool, steps = manager.pool, []
+    for i, op in enumerate(ops):
+        allocation = None
+        if op.kind == "finish":
+            manager.free(op.request_id)
+        else:
+            if op.kind == "arrive":
+                manager.add_request(op.request_id, op.token_ids)
+            else:
+                manager.append_tokens(op.request_id, op.token_ids)
+            allocation = manager.schedule(op.request_id)
+            if allocation is None:
+                raise ValueError(f"ops[{i}]: the pool has {pool.num_free_blocks} free blocks, "
+                                 f"too few for {op.kind} {op.request_id!r}; give it more blocks")
+        live = manager.requests
+        steps.append(StreamStep(op, allocation, {r: s.block_table for r, s in live.items()},
+                                {r: s.num_computed for r, s in live.items()}, pool.free_queue,
+                                frozenset(b for b, h in enumerate(pool.block_hashes)
+                                          if h is not None)))
+    return tuple(steps)
 
 
 # --------------------------------------------------------------------------- attention

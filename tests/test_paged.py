@@ -8,6 +8,8 @@ kv_cache_coordinator.py. The two hand-worked streams below were also replayed th
 0.32's own KVCacheManager (tables, free queues and hits equal at every step); the module's
 docstring says where lessonlib departs from it.
 """
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -660,6 +662,71 @@ def test_a_split_that_sees_nothing_is_the_identity_of_the_merge():
         states[0].m[0] = 1.0  # read-only
 
 
+
+# ------------------------------------------------------------------ request streams (replay)
+
+def _chat(kind, B=4, W=8, num_blocks=16):
+    pool = pg.BlockPool(num_blocks)
+    manager = {"full": lambda: pg.FullAttentionManager(pool, B),
+               "swa": lambda: pg.SlidingWindowManager(pool, W, B),
+               "sink": lambda: pg.SinkFullAttentionManager(pool, B, B),
+               "hybrid": lambda: pg.HybridManager(pool, W, B)}[kind]()
+    return manager, pg.replay(manager, pg.chat_stream(B))
+
+
+@pytest.mark.parametrize("B", [1, 2, 4, 16])
+def test_chat_stream_hits_are_the_shared_blocks(B):
+    """Full attention: "b" hits the system prompt's 2 blocks, "c" every full block of "a"'s
+    prompt before its last token, the rule kv_cache.vllm_prefix_hits states by formula."""
+    _, steps = _chat("full", B)
+    arrivals = [s for s in steps if s.op.kind == "arrive"]
+    assert [s.op.request_id for s in arrivals] == ["a", "b", "c"]
+    hits = [s.allocation.hit_tokens for s in arrivals]
+    assert hits == kc.vllm_prefix_hits([list(s.op.token_ids) for s in arrivals], B)
+    assert hits[1] == 2 * B and hits[2] > hits[1]
+
+
+def test_replay_records_the_state_after_each_step():
+    manager, steps = _chat("swa")
+    assert len(steps) == len(pg.chat_stream(4)) and steps[-1].tables == {}
+    assert len(steps[-1].free_queue) == 15  # every block back but the null block
+    for s in steps:
+        assert set(s.tables) == set(s.num_computed)
+        for rid, table in s.tables.items():  # the window's nulls: vllm_window_blocks
+            assert len(table) == -(-s.num_computed[rid] // 4)
+        if s.allocation is not None:
+            assert s.tables[s.op.request_id] == s.allocation.block_table
+            held = {b for t in s.tables.values() for b in t} - {pg.NULL_BLOCK}
+            assert held.isdisjoint(s.free_queue)
+            assert len(s.free_queue) == s.allocation.num_free_blocks
+    first_decode = steps[1]  # a's prompt (15 tokens) settled: (15 - 8 + 1) // 4 = 2 blocks pass
+    assert first_decode.tables["a"][:2] == (pg.NULL_BLOCK,) * 2
+    assert len(first_decode.allocation.freed_blocks) == 2
+
+
+def test_replay_of_sinks_and_hybrid_keeps_their_blocks_apart():
+    manager, steps = _chat("sink")
+    assert manager.sink_blocks == (1,)
+    assert all(1 not in t for s in steps for t in s.tables.values())
+    assert all(1 not in s.free_queue for s in steps)
+    _, hybrid = _chat("hybrid")
+    assert all(len(t) == 2 for s in hybrid for t in s.tables.values())
+
+
+def test_replay_refuses_a_pool_too_small_naming_the_step():
+    pool = pg.BlockPool(7)  # a holds 5 blocks; b needs 1 more, and 1 is free
+    with pytest.raises(ValueError, match=r"ops\[7\]: the pool has 0 free blocks, too few for "
+                                         r"decode 'b'"):
+        pg.replay(pg.FullAttentionManager(pool, 4), pg.chat_stream(4))
+
+
+def test_stream_ops_check_their_tokens():
+    assert pg.StreamOp("decode", "a", [7]).token_ids == (7,)
+    for kind, tokens, match in [("decode", (1, 2), "one token"), ("finish", (1,), "takes none"),
+                                ("arrive", (), "at least one"), ("stop", (1,), "kind")]:
+        with pytest.raises(ValueError, match=match):
+            pg.StreamOp(kind, "a", tokens)
+
 # --------------------------------------------------------------------------- bad inputs
 
 def _pool(free=0, cache=()):
@@ -779,6 +846,14 @@ BAD_INPUTS = [
          bad=dict(block_table=st.sampled_from([None, "t", [1.5], [[3]], [-1], [True]]),
                   num_tokens=ints(minimum=0), sink_tokens=ints(minimum=0) | st.just(6),
                   block_size=ints(minimum=1))),
+    Case(pg.StreamOp, args=("arrive", "a", (1, 2, 3)),
+         bad=dict(kind=st.sampled_from([None, "add", 1]), request_id=texts(),
+                  token_ids=_TOKENS)),
+    Case(pg.chat_stream, args=(4,), bad=dict(block_size=ints(minimum=1))),
+    Case(pg.replay, args=(pg.FullAttentionManager(pg.BlockPool(16), 4), pg.chat_stream(4)),
+         call=lambda manager, ops: pg.replay(copy.deepcopy(manager), ops),
+         bad=dict(manager=st.sampled_from([None, "m", pg.BlockPool(4)]),
+                  ops=st.sampled_from([None, "ops", [("arrive", "a", (1,))], 3]))),
     Case(pg.paged_attention, args=(_Q, _KC, _VC, _TABLE, _N),
          kwargs=dict(causal=True, window=None, sink_tokens=0, scale=None),
          bad=dict(_ATTN, causal=flags())),
