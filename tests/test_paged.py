@@ -727,6 +727,35 @@ def test_stream_ops_check_their_tokens():
         with pytest.raises(ValueError, match=match):
             pg.StreamOp(kind, "a", tokens)
 
+
+def junction_stream():
+    """x (33 tokens) is computed and finishes; z (68 other tokens) takes every free block and 5
+    of x's cached ones, full attention's tail entries 7 .. 3 (a finished request's full-attention
+    table goes back to the queue before its window table); z finishes; y re-sends x's prompt."""
+    x = list(range(1, 34))
+    return (pg.StreamOp("arrive", "x", x), pg.StreamOp("finish", "x"),
+            pg.StreamOp("arrive", "z", [900 + i for i in range(68)]), pg.StreamOp("finish", "z"),
+            pg.StreamOp("arrive", "y", x))
+
+
+def test_hybrid_window_searches_only_within_full_attentions_hit():
+    """The window's run is searched within full attention's hit, not over the whole prompt:
+    here full attention still holds x's entries 0 .. 2 (a 12-token hit) and the window only
+    its entries 6 and 7 (the run a replay of x's prompt needs), so nothing both groups hold
+    is a prefix: the hit is 0. Searching the whole prompt would find the window's run at 6, 7
+    and cut it to full attention's 12 tokens, blocks the window group never cached."""
+    pool = pg.BlockPool(40)
+    manager = pg.HybridManager(pool, 8, 4)
+    ops = junction_stream()
+    pg.replay(manager, ops[:-1])
+    hashes = pg.request_block_hashes(ops[-1].token_ids, 4)
+    full, window = manager._groups
+    assert len(full._longest_hit(hashes, 32)) == 3  # full attention's hit: 12 tokens
+    assert len(window._longest_hit(hashes, 32)) == 8  # the window over the whole prompt
+    assert window._longest_hit(hashes, 12) == []  # the window within full attention's hit
+    last = pg.replay(manager, ops[-1:])[-1]
+    assert last.allocation.hit_tokens == 0
+
 # --------------------------------------------------------------------------- bad inputs
 
 def _pool(free=0, cache=()):
