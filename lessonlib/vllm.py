@@ -21,6 +21,10 @@ run and why not. vLLM is imported only here, never by lessonlib's compute.
 - ``window_stream(...)`` and ``prefix_hits(...)``: vLLM's own ``KVCacheManager`` driven on a
   request stream: blocks freed behind a sliding window, prefix-cache hits; against
   ``kv_cache.vllm_window_blocks`` and ``kv_cache.vllm_prefix_hits``.
+- ``replay_stream(...)``: a request stream (``paged.StreamOp``s: arrive, decode, finish) through
+  vLLM's own ``KVCacheManager`` for full attention, a sliding window or both, with every block
+  table and the free queue after each step; ``stream_records(...)`` writes ``paged.replay``'s
+  steps in the same records (no vLLM needed), so the two compare with ``==``.
 - ``prompt_logprobs(...)``: a Hugging Face checkpoint (``tinylm.export_hf_checkpoint``) run
   in vLLM, its log-probabilities at every position.
 
@@ -33,11 +37,12 @@ import os
 import tempfile
 
 from . import _validate as check
+from . import paged
 from .models import as_model
 
 __all__ = ["available", "version", "max_model_len", "model_facts", "engine_defaults",
            "layer_specs", "request_blocks", "cache_capacity", "serve_in_flight_tokens",
-           "window_stream", "prefix_hits",
+           "window_stream", "prefix_hits", "STREAM_KINDS", "replay_stream", "stream_records",
            "prompt_logprobs", "load_results"]
 
 
@@ -396,6 +401,151 @@ def prefix_hits(config, prompts, *, block_size=16, budget_bytes=8 << 30):
     return hits
 
 
+STREAM_KINDS = ("full", "swa", "hybrid")
+"""The managers ``replay_stream`` drives: one full-attention KV cache group, one sliding-window
+group, or both sharing the pool (full attention group 0, the window group 1)."""
+
+
+def _stream_ops(ops):
+    """``ops`` as a list of ``paged.StreamOp`` that a manager can run: a request arrives while
+    it is not live, and only a live request decodes or finishes."""
+    if not isinstance(ops, (list, tuple)) or not all(isinstance(o, paged.StreamOp) for o in ops):
+        raise ValueError(f"ops must be a list or tuple of lessonlib.paged.StreamOp, got "
+                         f"{check.describe(ops)}")
+    live = set()
+    for i, op in enumerate(ops):
+        if (op.kind == "arrive") == (op.request_id in live):
+            state = "already live" if op.kind == "arrive" else "not live (no arrive before it)"
+            raise ValueError(f"ops[{i}]: {op.kind} {op.request_id!r}, a request {state}")
+        if op.kind == "arrive":
+            live.add(op.request_id)
+        elif op.kind == "finish":
+            live.discard(op.request_id)
+    return list(ops)
+
+
+def _stream_manager(kind, num_blocks, block_size, sliding_window):
+    """vLLM's KVCacheManager over ``num_blocks`` blocks of ``block_size`` tokens, one KV cache
+    group per attention kind (kv_cache_interface.py's FullAttentionSpec, SlidingWindowSpec),
+    prefix caching on, the sliding window's retention interval 0 (CacheConfig's default), and a
+    request factory whose requests carry vLLM's chained SHA-256 block hashes."""
+    import torch
+    from vllm import SamplingParams
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core.kv_cache_manager import KVCacheManager
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+    from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec,
+                                            SlidingWindowSpec)
+    from vllm.v1.request import Request
+    shape = dict(block_size=block_size, num_kv_heads=1, head_size=8, dtype=torch.float32)
+    specs = {"full": lambda: [FullAttentionSpec(**shape)],
+             "swa": lambda: [SlidingWindowSpec(sliding_window=sliding_window, **shape)],
+             "hybrid": lambda: [FullAttentionSpec(**shape),
+                                SlidingWindowSpec(sliding_window=sliding_window, **shape)]}[kind]()
+    config = KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[],
+                           kv_cache_groups=[KVCacheGroupSpec([f"layers.{g}"], spec)
+                                            for g, spec in enumerate(specs)],
+                           prefix_cache_retention_interval=0)
+    manager = KVCacheManager(config, max_model_len=10**6, scheduler_block_size=block_size,
+                             hash_block_size=block_size, enable_caching=True)
+    init_none_hash(sha256)
+    hasher = get_request_block_hasher(block_size, sha256)
+
+    def request(request_id, tokens):
+        return Request(request_id, list(tokens), SamplingParams(max_tokens=10**6), None,
+                       block_hasher=hasher)
+    return manager, request
+
+
+def replay_stream(ops, *, kind, num_blocks, block_size, sliding_window=None):
+    """A request stream (``ops``, a list of ``paged.StreamOp``) through vLLM 0.32's own
+    ``KVCacheManager`` (v1/core/kv_cache_manager.py), step for step as ``paged.replay`` runs
+    it through a lessonlib manager, and the cache after each step.
+
+    ``kind`` is one of ``STREAM_KINDS``: "full" (one FullAttentionSpec group, vLLM's
+    UnitaryKVCacheCoordinator), "swa" (one SlidingWindowSpec group of ``sliding_window``
+    tokens) or "hybrid" (both, one pool, vLLM's HybridKVCacheCoordinator in
+    kv_cache_coordinator.py); ``sliding_window`` is required for the two windowed kinds and
+    refused for "full". The pool holds ``num_blocks`` blocks (block 0 the null block) of
+    ``block_size`` tokens; prefix caching is on, the window's retention interval 0 (vLLM's
+    default). The scheduler's protocol (v1/core/sched/scheduler.py): "arrive" creates the
+    request, looks its prompt up (``get_computed_blocks``, whose third value becomes the
+    request's ``shared_prefix_boundary``) and allocates slots for the rest of it
+    (``allocate_slots``); "decode" appends its token (``append_output_token_ids``) and
+    allocates one slot; "finish" is ``free``.
+
+    Returns one JSON-able record per op: {"op": its kind, "request": its id, "hit": tokens the
+    prefix cache gave (0 for decode and finish), "tables": {request id: [[block ids] per KV
+    cache group]} of every live request, "free_queue": [block ids, the next handed out
+    first]} (``stream_records`` writes ``paged.replay``'s steps the same way). A step the pool
+    cannot serve is a ValueError naming it (a scheduler would preempt)."""
+    ops = _stream_ops(ops)
+    kind = check.choice("kind", kind, STREAM_KINDS)
+    num_blocks = check.positive_int("num_blocks", num_blocks)
+    block_size = check.positive_int("block_size", block_size)
+    if kind == "full" and sliding_window is not None:
+        raise ValueError(f"sliding_window must be None for kind 'full', got "
+                         f"{check.describe(sliding_window)}")
+    if kind != "full":
+        if sliding_window is None:
+            raise ValueError(f"sliding_window is required for kind {kind!r}")
+        sliding_window = check.positive_int("sliding_window", sliding_window)
+    _vllm()
+    from vllm.v1.request import RequestStatus
+    manager, request = _stream_manager(kind, num_blocks, block_size, sliding_window)
+    groups = manager.coordinator.single_type_managers
+    live, records = {}, []
+    for i, op in enumerate(ops):
+        rid, hit = op.request_id, 0
+        if op.kind == "finish":
+            manager.free(live.pop(rid))
+        else:
+            if op.kind == "arrive":
+                req = live[rid] = request(rid, op.token_ids)
+                blocks, hit, junction = manager.get_computed_blocks(req)
+                req.shared_prefix_boundary = junction  # as the scheduler sets it
+                done = manager.allocate_slots(req, req.num_tokens - hit, hit, blocks)
+                req.status = RequestStatus.RUNNING
+            else:
+                req = live[rid]
+                req.append_output_token_ids(op.token_ids[0])
+                done = manager.allocate_slots(req, 1)
+            if done is None:
+                free = manager.block_pool.get_num_free_blocks()
+                raise ValueError(f"ops[{i}]: the pool has {free} free blocks, too few for "
+                                 f"{op.kind} {rid!r}; give it more blocks (num_blocks)")
+            req.num_computed_tokens = req.num_tokens
+        tables = {r: [list(manager.get_block_ids(r)[g]) if r in m.req_to_blocks else []
+                      for g, m in enumerate(groups)] for r in live}
+        queue = [b.block_id for b in manager.block_pool.free_block_queue.get_all_free_blocks()]
+        records.append({"op": op.kind, "request": rid, "hit": hit, "tables": tables,
+                        "free_queue": queue})
+    return records
+
+
+def stream_records(steps):
+    """``paged.replay``'s steps (a list of ``paged.StreamStep``) as ``replay_stream``'s records,
+    so that lessonlib's cache and vLLM's (the committed ones included, ``load_results()["paged"]``)
+    compare with ``==``: a single group's table becomes a list of one group, a
+    ``paged.HybridManager``'s two stay two, "hit" is the step's ``Allocation.hit_tokens`` (0
+    for a decode; 0 for a finish, which has no allocation). Lists and ints only. Needs no
+    vLLM."""
+    if not isinstance(steps, (list, tuple)) or \
+            not all(isinstance(s, paged.StreamStep) for s in steps):
+        raise ValueError(f"steps must be a list or tuple of lessonlib.paged.StreamStep (what "
+                         f"paged.replay returns), got {check.describe(steps)}")
+
+    def groups(table):  # a hybrid's table is one tuple per group
+        if table and all(isinstance(t, tuple) for t in table):
+            return [[int(b) for b in t] for t in table]
+        return [[int(b) for b in table]]
+
+    return [{"op": s.op.kind, "request": s.op.request_id,
+             "hit": 0 if s.allocation is None else int(s.allocation.hit_tokens),
+             "tables": {r: groups(t) for r, t in s.tables.items()},
+             "free_queue": [int(b) for b in s.free_queue]} for s in steps]
+
+
 def prompt_logprobs(folder, prompts, *, max_model_len, allow_long=False):
     """vLLM's log-probabilities of every vocabulary entry after each prefix of each prompt
     (``SamplingParams(prompt_logprobs=V)``: the engine's forward pass, its own rotary embedding
@@ -452,7 +602,9 @@ def load_results():
     (the default, and each request accepted or refused) per shipped config, and per scaling
     ``variants``; ``blocks`` per request; ``capacity`` (``cache_capacity`` for six shapes at two
     lengths, budgets and in-flight counts); ``streams`` (``window_stream`` for three windowed
-    shapes); ``prefix`` (``prefix_hits`` on seven prompts); and ``logits``, the tiny model's in
+    shapes); ``prefix`` (``prefix_hits`` on seven prompts); ``paged`` (``replay_stream`` of
+    ``paged.chat_stream(4)`` on 16 blocks of 4 tokens: "full", and "swa" and "hybrid" keyed by
+    str(W) for W = 1 .. 16); and ``logits``, the tiny model's in
     vLLM against lessonlib's (plain, linear x2, YaRN x4, and plain RoPE forced past its
     table)."""
     from importlib import resources

@@ -24,6 +24,10 @@ its tests without the engine check lessonlib against the file everywhere.
   prefix cache hands each.
 - capacity: how vLLM's get_kv_cache_configs lays out a cache budget for those shapes (blocks in
   the pool, KV cache groups with their padding, requests of max_model_len at once).
+- paged: notebook 11's chat stream (lessonlib.paged.chat_stream(4)) replayed through vLLM's own
+  KVCacheManager (lessonlib.vllm.replay_stream), a pool of 16 blocks of 4 tokens, for full
+  attention, a sliding window of every W from 1 to 16, and the hybrid of both: after each step,
+  the hit, every live request's block table per KV cache group and the free queue.
 """
 import json
 import os
@@ -145,6 +149,22 @@ STREAMS = [("Mistral-7B", 10000, 2048), ("gpt-oss-20b", 1000, 256), ("Gemma-3-27
 PREFIX_PROMPTS = [list(range(100)), list(range(80)) + [999] * 30, list(range(100)),
                   list(range(33)), list(range(32)), [5] + list(range(1, 100)), list(range(200))]
 
+PAGED_BLOCK_SIZE, PAGED_NUM_BLOCKS = 4, 16
+PAGED_WINDOWS = range(1, 17)  # W from a single token to four blocks
+
+
+def _paged(V):
+    """vLLM's cache after each step of chat_stream(4), per kind and window (keys str(W))."""
+    from lessonlib import paged
+    ops = paged.chat_stream(PAGED_BLOCK_SIZE)
+
+    def run(kind, W=None):
+        return V.replay_stream(ops, kind=kind, num_blocks=PAGED_NUM_BLOCKS,
+                               block_size=PAGED_BLOCK_SIZE, sliding_window=W)
+    return {"block_size": PAGED_BLOCK_SIZE, "num_blocks": PAGED_NUM_BLOCKS,
+            "stream": f"chat_stream({PAGED_BLOCK_SIZE})", "full": run("full"),
+            **{kind: {str(W): run(kind, W) for W in PAGED_WINDOWS} for kind in ("swa", "hybrid")}}
+
 
 def measure(directory=None):
     from lessonlib import vllm as V
@@ -162,6 +182,7 @@ def measure(directory=None):
     out["streams"] = {f"{name}/{n}/{chunk}": V.window_stream(load_config(name), n, chunk)
                       for name, n, chunk in STREAMS}
     out["prefix"] = V.prefix_hits(load_config("Llama-3.1-8B"), PREFIX_PROMPTS)
+    out["paged"] = _paged(V)
     if directory is None:
         import tempfile
         with tempfile.TemporaryDirectory() as d:

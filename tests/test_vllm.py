@@ -14,11 +14,13 @@ import os
 import re
 
 import pytest
+from _bad import Case, bad_input_tests, choices, ints
 from _support import load_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lessonlib import kv_cache as kc
+from lessonlib import paged as pg
 from lessonlib import rope as R
 from lessonlib import vllm as V
 from lessonlib.models.configs import load_config
@@ -320,9 +322,11 @@ def test_prompt_logprobs_checks_its_arguments():
 
 def test_every_call_says_why_without_vllm():
     calls = (lambda: V.version(), lambda: V.max_model_len(load_config("Mistral-7B")),
-             lambda: V.engine_defaults())
+             lambda: V.engine_defaults(),
+             lambda: V.replay_stream(pg.chat_stream(4), kind="full", num_blocks=16, block_size=4))
     if WHY is None:  # the profile: the calls answer
         assert V.version() == "0.32.0"
+        assert len(calls[-1]()) == len(pg.chat_stream(4))
         return
     for call in calls:
         with pytest.raises(RuntimeError, match="make vllm"):
@@ -476,3 +480,122 @@ def test_lessonlibs_paged_cache_is_vllms_block_for_block(kind):
     assert sum(h for h, _ in runs) > 0  # the streams do share prefixes
     if kind == "hybrid":  # and some hits stop short of full attention's for the window
         assert sum(c for _, c in runs) > 0
+
+
+# ------------------------------------------------------------------ request streams, step by step
+
+PAGED_RUNS = [("full", None)] + [(kind, W) for kind in ("swa", "hybrid") for W in S.PAGED_WINDOWS]
+
+
+def _paged_manager(kind, num_blocks, block_size, W=None):
+    """A fresh lessonlib.paged manager of replay_stream's kind (retention interval 0)."""
+    pool = pg.BlockPool(num_blocks)
+    return {"full": lambda: pg.FullAttentionManager(pool, block_size),
+            "swa": lambda: pg.SlidingWindowManager(pool, W, block_size),
+            "hybrid": lambda: pg.HybridManager(pool, W, block_size)}[kind]()
+
+
+def _lessonlib_records(ops, kind, num_blocks, block_size, W=None):
+    return V.stream_records(pg.replay(_paged_manager(kind, num_blocks, block_size, W), ops))
+
+
+def _committed_chat(kind, W):
+    paged = COMMITTED["paged"]
+    return paged[kind] if W is None else paged[kind][str(W)]
+
+
+def test_the_committed_chat_stream_is_notebook_11s():
+    paged = COMMITTED["paged"]
+    assert (paged["block_size"], paged["num_blocks"], paged["stream"]) == (4, 16, "chat_stream(4)")
+    assert set(paged["swa"]) == set(paged["hybrid"]) == {str(W) for W in S.PAGED_WINDOWS}
+    # full attention: "b" hits the system prompt's 2 blocks, "c" the 3 full blocks of "a"'s
+    # 15-token prompt (its last token is always computed)
+    assert [r["hit"] for r in paged["full"] if r["op"] == "arrive"] == [0, 8, 12]
+    assert paged["full"][-1]["tables"] == {} and len(paged["full"][-1]["free_queue"]) == 15
+
+
+@pytest.mark.parametrize("kind,W", PAGED_RUNS, ids=[f"{k}-{W}" for k, W in PAGED_RUNS])
+def test_lessonlib_replays_the_chat_stream_as_vllms_manager_did(kind, W):
+    """Notebook 11's comparison without vLLM: paged.replay of chat_stream(4) on a fresh pool of
+    16 blocks gives, at every step, the hit, the block tables (every group) and the free queue
+    vLLM 0.32's KVCacheManager gave (committed)."""
+    assert _lessonlib_records(pg.chat_stream(4), kind, 16, 4, W) == _committed_chat(kind, W)
+
+
+@engine
+@pytest.mark.parametrize("kind,W", PAGED_RUNS, ids=[f"{k}-{W}" for k, W in PAGED_RUNS])
+def test_vllms_manager_replays_the_chat_stream_as_committed(kind, W):
+    assert V.replay_stream(pg.chat_stream(4), kind=kind, num_blocks=16, block_size=4,
+                           sliding_window=W) == _committed_chat(kind, W)
+
+
+def _long_stream():
+    """Two requests sharing a 22-token prefix (5 blocks of 4 and a half), one decoding across
+    block boundaries and finishing, then a third re-sending its prompt and decoded tokens (a
+    hit on blocks that decode filled)."""
+    shared, question = tuple(range(1, 23)), tuple(range(100, 130))
+    ops = [pg.StreamOp("arrive", "x", shared + question)]
+    ops += [pg.StreamOp("decode", "x", (200 + i,)) for i in range(6)]
+    ops += [pg.StreamOp("arrive", "y", shared + (7, 7, 7))]
+    ops += [pg.StreamOp("decode", "y", (300 + i,)) for i in range(5)]
+    ops += [pg.StreamOp("finish", "x"),
+            pg.StreamOp("arrive", "z", shared + question + (200, 201, 202, 203, 204))]
+    ops += [pg.StreamOp(*step) for i in range(3) for step in (("decode", "z", (400 + i,)),
+                                                               ("decode", "y", (500 + i,)))]
+    return tuple(ops + [pg.StreamOp("finish", "y"), pg.StreamOp("finish", "z")])
+
+
+# (stream, kind, num_blocks, block_size, W): a longer prompt, block size 16, windows of 1
+OTHER_STREAMS = [("long", "full", 40, 4, None), ("long", "swa", 40, 4, 1),
+                 ("long", "swa", 40, 4, 7), ("long", "hybrid", 60, 4, 1),
+                 ("long", "hybrid", 60, 4, 13), ("chat16", "full", 16, 16, None),
+                 ("chat16", "swa", 16, 16, 1), ("chat16", "swa", 16, 16, 20),
+                 ("chat16", "hybrid", 24, 16, 1), ("chat16", "hybrid", 24, 16, 33),
+                 ("long", "full", 12, 16, None), ("long", "hybrid", 12, 16, 16)]
+
+
+@engine
+@pytest.mark.parametrize("stream,kind,num_blocks,block_size,W", OTHER_STREAMS,
+                         ids=["-".join(map(str, s)) for s in OTHER_STREAMS])
+def test_vllms_manager_replays_other_streams_as_lessonlib(stream, kind, num_blocks, block_size,
+                                                          W):
+    ops = _long_stream() if stream == "long" else pg.chat_stream(16)
+    records = V.replay_stream(ops, kind=kind, num_blocks=num_blocks, block_size=block_size,
+                              sliding_window=W)
+    assert records == _lessonlib_records(ops, kind, num_blocks, block_size, W)
+    assert any(r["hit"] for r in records) == (W is None or W > 1)  # a window of 1 caches none
+
+
+def test_a_window_needs_its_size_before_vllm_is_asked():
+    for kind, W, match in (("swa", None, "sliding_window is required"),
+                           ("full", 8, "sliding_window must be None")):
+        with pytest.raises(ValueError, match=match):
+            V.replay_stream(pg.chat_stream(4), kind=kind, num_blocks=16, block_size=4,
+                            sliding_window=W)
+
+
+# --------------------------------------------------------------------------- bad inputs
+
+_CHAT = pg.chat_stream(4)
+_STEPS = pg.replay(_paged_manager("hybrid", 16, 4, 8), _CHAT)
+_OPS = st.sampled_from([None, "ops", 3, [("arrive", "a", (1,))], list(_STEPS[:2]),
+                        [pg.StreamOp("decode", "a", (1,))],
+                        [pg.StreamOp("arrive", "a", (1,)), pg.StreamOp("arrive", "a", (2,))],
+                        [pg.StreamOp("arrive", "a", (1,)), pg.StreamOp("finish", "a"),
+                         pg.StreamOp("finish", "a")]])
+BAD_INPUTS = [
+    Case(V.stream_records, args=(_STEPS,),
+         bad=dict(steps=st.sampled_from([None, "steps", 3, _CHAT, list(_STEPS[:2]) + ["x"],
+                                         COMMITTED["paged"]["full"]]))),
+]
+if WHY is None:  # the valid calls need vLLM
+    BAD_INPUTS += [
+        Case(V.replay_stream, args=(_CHAT,),
+             kwargs=dict(kind="hybrid", num_blocks=16, block_size=4, sliding_window=8),
+             bad=dict(ops=_OPS, kind=choices(V.STREAM_KINDS), num_blocks=ints(minimum=1) |
+                      st.just(5), block_size=ints(minimum=1), sliding_window=ints(minimum=1))),
+        Case(V.replay_stream, args=(_CHAT,), kwargs=dict(kind="full", num_blocks=16,
+                                                         block_size=4),
+             bad=dict(sliding_window=st.sampled_from([1, 8, 0, "8"])), id="replay_stream/full"),
+    ]
+test_valid_call, test_bad_input = bad_input_tests(BAD_INPUTS)
