@@ -566,6 +566,18 @@ def test_vllms_manager_replays_other_streams_as_lessonlib(stream, kind, num_bloc
     assert any(r["hit"] for r in records) == (W is None or W > 1)  # a window of 1 caches none
 
 
+@engine
+def test_vllms_hybrid_hit_stops_where_full_attention_lost_its_blocks():
+    """tests/test_paged.py's hand-made hybrid stream: the window's cached run lies past the
+    blocks full attention still holds; vLLM's coordinator, like lessonlib's, hits 0 tokens
+    (searching the window over the whole prompt would hit 12)."""
+    from test_paged import junction_stream
+    records = V.replay_stream(junction_stream(), kind="hybrid", num_blocks=40, block_size=4,
+                              sliding_window=8)
+    assert records == _lessonlib_records(junction_stream(), "hybrid", 40, 4, 8)
+    assert records[-1]["hit"] == 0
+
+
 def test_a_window_needs_its_size_before_vllm_is_asked():
     for kind, W, match in (("swa", None, "sliding_window is required"),
                            ("full", 8, "sliding_window must be None")):
