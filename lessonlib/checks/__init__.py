@@ -628,4 +628,5 @@ def check_number(name, answer, expected, mistakes, *, unit="", rtol=2e-3, atol=0
 
 # The topic modules, imported here (after the helpers above, which they import) so that
 # dir(checks), completion and static tools see them: checks.attention, checks.rope, ...
-from . import attention, kv_cache, long_context, rope, tinylm, triton, windows  # noqa: E402,F401
+from . import (attention, kv_cache, long_context, paged, rope, tinylm, triton,  # noqa: E402,F401
+               windows)
