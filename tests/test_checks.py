@@ -608,6 +608,10 @@ PUBLIC_CHECKS = [pytest.param(module, name, id=f"{module.__name__.rsplit('.', 1)
 # The hints of the kind gates, as the checks gave them before they shared the preamble (for an
 # answer of 42): a function exercise given a value, the dict exercise given a value.
 GATE_HINTS = {
+    "prefix_hit": "Give a function prefix_hit(token_ids, cached, block_size) that returns a number "
+                  "of tokens.",
+    "merge_splits": "Give a function merge_splits(states) that returns the output, an array of "
+                    "shape (dv,).",
     "online_softmax_update": "Give a function update(m, l, x) that returns (m_new, l_new).",
     "attention_update": "Give a function update(m, l, acc, x, v) returning "
                         "(m_new, l_new, acc_new).",

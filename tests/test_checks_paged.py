@@ -10,7 +10,7 @@ from lessonlib.checks import NOT_ATTEMPTED
 from lessonlib.checks import paged as checks
 
 SOLUTIONS = vars(solutions("11_paged_cache"))
-NAMES = ["window_null_slots", "prefix_hit", "merge_splits"]
+NAMES = ["window_null_entries", "prefix_hit", "merge_splits", "radix_window_lock"]
 
 
 def test_every_check_passes_its_reference_and_is_not_attempted_on_the_stub():
@@ -31,8 +31,8 @@ def test_every_check_passes_its_reference_and_is_not_attempted_on_the_stub():
 
 # ------------------------------------------------------------------ 1. the null block
 
-def _replay_null_slots(prompt=1000, steps=103, W=128, B=16):
-    """The null slots of a sliding-window table after ``steps`` decode steps, replayed."""
+def _replay_null_entries(prompt=1000, steps=103, W=128, B=16):
+    """The null entries of a sliding-window table after ``steps`` decode steps, replayed."""
     manager = paged.SlidingWindowManager(paged.BlockPool(200), W, B)
     manager.add_request("r", list(range(prompt)))
     manager.schedule("r")  # the prefill, one step
@@ -42,43 +42,43 @@ def _replay_null_slots(prompt=1000, steps=103, W=128, B=16):
     return table.count(paged.NULL_BLOCK)
 
 
-def test_window_null_slots_expected_value_is_the_managers():
-    assert _replay_null_slots() == SOLUTIONS["window_null_slots"] == 60
-    assert checks.window_null_slots(_replay_null_slots()).ok is True
-    assert checks.window_null_slots(_replay_null_slots(steps=104)).ok is False  # 61
+def test_window_null_entries_expected_value_is_the_managers():
+    assert _replay_null_entries() == SOLUTIONS["window_null_entries"] == 60
+    assert checks.window_null_entries(_replay_null_entries()).ok is True
+    assert checks.window_null_entries(_replay_null_entries(steps=104)).ok is False  # 61
 
 
 @pytest.mark.parametrize("answer, hint", [
-    ((1103 - 128 + 1) // 16, "One null slot too many"),   # 61: c counted after the step
-    ((1102 - 127 + 1) // 16, "One null slot too many"),   # 61: a window of W - 1
+    ((1103 - 128 + 1) // 16, "One null entry too many"),   # 61: c counted after the step
+    ((1102 - 127 + 1) // 16, "One null entry too many"),   # 61: a window of W - 1
     (-(-(1102 - 128 + 1) // 16), "rounded down"),          # 61: rounded up
     (69 - 60, "live blocks"),                               # 9
     (60 - 54, "prefill step frees nothing"),                # 6: decode steps' frees after step 1
     (103 // 16, "prefill step frees nothing"),              # 6: a block per 16 decode steps
     ((1000 - 128 + 1) // 16, "after the first decode step"),  # 54
     (0, "Right after the prefill step"),
-    (69, "every slot of the table"),
+    (69, "every entry of the table"),
     (1102 - 128 + 1, "counts tokens"),                      # 975
-    (62, "Not 62 slots"),
+    (62, "Not 62 entries"),
 ])
-def test_window_null_slots_hints(answer, hint):
-    verdict = checks.window_null_slots(answer)
+def test_window_null_entries_hints(answer, hint):
+    verdict = checks.window_null_entries(answer)
     assert verdict.ok is False and hint in verdict.message, verdict.message
 
 
-def test_window_null_slots_slip_that_gives_the_right_number_needs_no_hint():
+def test_window_null_entries_slip_that_gives_the_right_number_needs_no_hint():
     """Forgetting that the window counts the query, (c - W) // 16, is 974 // 16 = 60 too; so is
     counting the step's token and that slip together, (1103 - 128) // 16."""
     assert (1102 - 128) // 16 == (1103 - 128) // 16 == 60
     assert kv_cache.vllm_window_blocks(1102, 1, 129, 16)[1] == 60
 
 
-def test_window_null_slots_reads_counts_in_every_form():
+def test_window_null_entries_reads_counts_in_every_form():
     for answer in (60, 60.0, np.int64(60), np.array(60), np.float32(60)):
-        assert checks.window_null_slots(answer).ok is True, answer
+        assert checks.window_null_entries(answer).ok is True, answer
     for answer, hint in [(60.5, "not a whole number"), ("60", "without quotes"),
                          ([60], "one number"), (True, "True and False")]:
-        verdict = checks.window_null_slots(answer)
+        verdict = checks.window_null_entries(answer)
         assert verdict.ok is False and hint in verdict.message, (answer, verdict.message)
 
 
@@ -328,3 +328,29 @@ def test_merge_splits_cases_are_exact_attention():
             per_head = [(float(s.m[h]), float(s.l[h]), np.array(s.acc[h])) for s in states]
             np.testing.assert_allclose(SOLUTIONS["merge_splits"](per_head), want[h],
                                        rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------ 4. the radix cache's window lock
+
+def test_radix_window_lock_is_the_trees_own_count():
+    """The expected value is what the tree says (swa_protected_size after the lock), and the
+    split the cell's match made is what makes it 5 and not 7."""
+    from lessonlib.checks.paged import QUESTIONS, _radix_tree
+    q = QUESTIONS["radix_window_lock"]
+    tree = _radix_tree(q)
+    keys = [n.key for n in tree.nodes()[1:]]
+    assert (20, 21) in keys and (22, 23, 24, 25, 26) in keys  # the cell's match split the node
+    hit = tree.match_prefix(list(q["system"]) + list(q["request"]))
+    assert hit.prefix_len == 15
+    tree.inc_lock_ref(hit.last_node)
+    assert tree.swa_protected_size == SOLUTIONS["radix_window_lock"] == 5
+    assert tree.full_protected_size == 15
+    assert checks.radix_window_lock(5).ok is True
+
+
+@pytest.mark.parametrize("answer, hint", [(4, "whole nodes"), (7, "split it in two"),
+                                          (15, "full-attention lock"), (0, "tombstone"),
+                                          (6, "Walk up from the request's last node")])
+def test_radix_window_lock_hints(answer, hint):
+    verdict = checks.radix_window_lock(answer)
+    assert verdict.ok is False and hint in verdict.message, verdict

@@ -13,9 +13,9 @@ from lessonlib import paged
 # prefilled in one step, then one token per decode step. Decode step k has c = 1000 + k - 1
 # tokens settled before it (its own token is not settled yet); the window, which counts the
 # query itself, still sees tokens c - W + 1 onwards, so the table's first (c - W + 1) // 16
-# slots hold the null block. The prefill step freed nothing (no token settled before it).
+# entries hold the null block. The prefill step freed nothing (no token settled before it).
 c = 1000 + 103 - 1                         # 1,102 settled before step 103
-window_null_slots = (c - 128 + 1) // 16    # 975 // 16 = 60 (the table's other 9 slots are live)
+window_null_entries = (c - 128 + 1) // 16    # 975 // 16 = 60 (the table's other 9 entries are live)
 
 
 # Exercise 2: the tokens vLLM's full-attention prefix lookup hits. Hash the prompt's full blocks
@@ -44,3 +44,12 @@ def merge_splits(states):
         l_total += w * l
         acc_total = acc_total + w * np.asarray(acc, dtype=np.float64)
     return acc_total / l_total
+
+
+# Exercise 4 (going deeper, SGLang's radix cache): the window lock of a request matched through
+# the tree the cell left (W = 4). The cell's last match, of system + [20, 21, 30], ended inside
+# the node 20 ... 26 and split it into (20, 21) and (22, ..., 26). The new request matches all 15
+# tokens of system + [20, ..., 26] (7 >= W tokens with window KV after the tombstone), and
+# inc_lock_ref locks window KV node by node from its last node up until W tokens are covered:
+# the last node, (22, ..., 26), already holds 5 >= 4.
+radix_window_lock = 5

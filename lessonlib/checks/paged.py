@@ -3,7 +3,7 @@ cache, split-KV decode).
 
 Every check takes the student's answer (``None`` while the stub is unfilled) and returns a
 Verdict: not attempted, correct, or wrong with a hint that names the mistake. Expected values
-come from lessonlib: the null slots of a sliding-window table from ``kv_cache``'s rule, the
+come from lessonlib: the null entries of a sliding-window table from ``kv_cache``'s rule, the
 prefix hits from ``paged.FullAttentionManager`` run over a ``paged.BlockPool``, the merged
 split-KV output from ``paged.split_kv_states`` and ``paged.merge_split_states``. The typical
 mistakes are recomputed here the wrong way so that a hint can say which one was made.
@@ -16,6 +16,7 @@ import numpy as np
 from ..kv_cache import vllm_full_blocks, vllm_window_blocks
 from ..models import load_model
 from ..models.shape import sliding_window
+from ..radix_cache import SWARadixCache, SWATokenAllocator
 from ..paged import (BlockPool, FullAttentionManager, SlidingWindowManager, block_hash,
                      merge_split_states, request_block_hashes, split_kv_states)
 from ..softmax import online_softmax
@@ -23,11 +24,16 @@ from . import (FLOAT32_EPS, FLOAT32_RTOL, Unreadable, _clip, _run, _short, as_nu
                check_number, correct, distinct, vector, whole, wrong)
 from ._preamble import preamble
 
-__all__ = ["window_null_slots", "prefix_hit", "merge_splits", "QUESTIONS"]
+__all__ = ["window_null_entries", "prefix_hit", "merge_splits", "radix_window_lock",
+           "QUESTIONS"]
 
 QUESTIONS = {
-    "window_null_slots": dict(config="gpt-oss-20b", block_size=16, prompt_tokens=1000,
-                              decode_step=103),
+    "window_null_entries": dict(config="gpt-oss-20b", block_size=16, prompt_tokens=1000,
+                                decode_step=103),
+    "radix_window_lock": dict(window=4, system=tuple(range(1, 9)),
+                              served=((10, 11, 12), (20, 21, 22, 23, 24, 25, 26)),
+                              swa_evictions=(3, 8), matched=(20, 21, 30),
+                              request=(20, 21, 22, 23, 24, 25, 26, 99)),
 }
 """Check name -> the fixed inputs of that exercise (the notebook states them in its
 question)."""
@@ -36,12 +42,12 @@ question)."""
 # ------------------------------------------------------------------ 1. the null block
 
 @preamble
-def window_null_slots(answer):
+def window_null_entries(answer):
     """Slots of gpt-oss-20b's sliding-layer block table (W = 128, blocks of 16) holding the null
     block right after decode step 103 of a request whose 1,000-token prompt was prefilled in
     one step (vLLM 0.32, ``kv_cache.vllm_window_blocks``): decode step k has c = 1000 + k - 1
-    tokens settled before it, and the table's first (c - W + 1) // 16 slots are null."""
-    name = "window_null_slots"
+    tokens settled before it, and the table's first (c - W + 1) // 16 entries are null."""
+    name = "window_null_entries"
     q = QUESTIONS[name]
     W = sliding_window(load_model(q["config"]))[0]
     B, P, k = q["block_size"], q["prompt_tokens"], q["decode_step"]
@@ -50,24 +56,24 @@ def window_null_slots(answer):
     first_step = vllm_window_blocks(P, 1, W, B)[1]  # decode step 1: the prompt settled
     slips = [  # (value, hint); a slip that gives the right number needs none (dropped below)
         (vllm_window_blocks(c + 1, 1, W, B)[1],
-         f"One null slot too many. Before decode step k, c = {P:,} + k - 1 tokens are settled "
+         f"One null entry too many. Before decode step k, c = {P:,} + k - 1 tokens are settled "
          f"(the step's own token is being computed, not settled yet), and the window of W = {W} "
          f"counts the query itself, so it still sees the W - 1 = {W - 1} tokens before it: the "
-         f"first (c - W + 1) // {B} slots are null, rounded down (a block goes only when all "
+         f"first (c - W + 1) // {B} entries are null, rounded down (a block goes only when all "
          f"its tokens have left the window)."),
         (vllm_window_blocks(c, 1, W - 1, B)[1],  # the window without the query: same as above
-         "One null slot too many: a window of W counts the query itself."),
+         "One null entry too many: a window of W counts the query itself."),
         (vllm_window_blocks(c, 1, W + 1, B)[1],  # W tokens before the query: no hint if right
          f"The window of W = {W} counts the query itself: it sees W - 1 tokens before it."),
         (live, f"That counts the live blocks, the ones the window still reads; the question "
-               f"asks for the slots that hold the null block. The table has {live + expected} "
-               f"slots, one per started block of the {c + 1:,} tokens; the first "
+               f"asks for the entries that hold the null block. The table has {live + expected} "
+               f"entries, one per started block of the {c + 1:,} tokens; the first "
                f"(c - W + 1) // {B} of them are null."),
         (expected - first_step,
          f"That counts only the blocks freed after the first decode step. The prefill step "
          f"frees nothing (no token is settled before it), but the first decode step, with "
          f"the {P:,} prompt tokens settled, frees the {first_step} prompt blocks the window "
-         f"has passed all at once, and they stay null: count the null slots from the start "
+         f"has passed all at once, and they stay null: count the null entries from the start "
          f"of the table, (c - W + 1) // {B} with c the tokens settled before the step."),
         (first_step, f"That is the count right after the first decode step (c = {P:,} settled)."
                      f" By step {k}, {k - 1} more tokens have settled: c = {P:,} + {k} - 1."),
@@ -75,22 +81,22 @@ def window_null_slots(answer):
          "Right after the prefill step, yes: it frees nothing, since no token is settled "
          "before it. But every decode step frees the blocks the window has passed, counted "
          "from the tokens settled before that step."),
-        (live + expected, f"That is every slot of the table; the question asks for the null "
+        (live + expected, f"That is every entry of the table; the question asks for the null "
                           f"ones, the first (c - W + 1) // {B}."),
         (c - W + 1, f"That counts tokens, the ones the window has passed; the question asks "
-                    f"for table slots, blocks of {B} tokens: (c - W + 1) // {B}."),
+                    f"for table entries, blocks of {B} tokens: (c - W + 1) // {B}."),
     ]
     mistakes, seen = [], {expected}
     for value, hint in slips:
         if value not in seen:
             seen.add(value)
             mistakes.append((value, hint))
-    return check_number(name, answer, expected, mistakes, unit="slots", integer=True,
-                        right=f"Correct: {expected} slots. Before step {k}, c = {c:,} tokens "
+    return check_number(name, answer, expected, mistakes, unit="entries", integer=True,
+                        right=f"Correct: {expected} entries. Before step {k}, c = {c:,} tokens "
                               f"are settled, so (c - W + 1) // {B} = ({c:,} - {W} + 1) // {B} "
                               f"= {expected} blocks are null and {live} are live.",
                         generic=f"Tokens settled before decode step k: c = {P:,} + k - 1; "
-                                f"null slots: (c - W + 1) // {B}.")
+                                f"null entries: (c - W + 1) // {B}.")
 
 
 # ------------------------------------------------------------------ 2. the build: a prefix hit
@@ -529,3 +535,67 @@ def merge_splits(fn):
     return wrong(name, f"On {_merge_where(case)} output[{j}] is {mine}; the exact output has "
                        f"{exact}. With M the largest m: sum exp(m - M) acc, divided by sum "
                        f"exp(m - M) l, a split that saw no key adding nothing.")
+
+
+# ------------------------------------------------------------------ 4. the radix cache's window lock
+
+def _radix_tree(q):
+    """Notebook 11's SWA radix tree, as its cell leaves it: two requests served, two SWA
+    evictions, one match; returns (tree, the nodes' ids along the question's request)."""
+    alloc = SWATokenAllocator(64, 64)
+    tree = SWARadixCache(alloc, q["window"])
+    system = list(q["system"])
+    for tail in q["served"]:  # one request each, as SGLang's scheduler drives it
+        tokens = system + list(tail)
+        hit = tree.match_prefix(tokens)
+        lock = tree.inc_lock_ref(hit.last_node)
+        kv = hit.device_indices + alloc.alloc(len(tokens) - hit.prefix_len)
+        tree.insert(tokens, kv, prev_prefix_len=hit.prefix_len)
+        tree.dec_lock_ref(hit.last_node, lock)
+    for n in q["swa_evictions"]:
+        tree.evict(swa_num_tokens=n)
+    tree.match_prefix(system + list(q["matched"]))
+    return tree
+
+
+@preamble
+def radix_window_lock(answer):
+    """Tokens whose window KV ``inc_lock_ref`` protects when notebook 11's request
+    (``QUESTIONS``) is matched in the tree its cell left (window W = 4): SGLang locks the
+    window KV of whole nodes, from the request's last node up until W tokens are covered, and
+    the cell's last match split the node it ended in."""
+    name = "radix_window_lock"
+    q = QUESTIONS[name]
+    tree = _radix_tree(q)
+    request = list(q["system"]) + list(q["request"])
+    hit = tree.match_prefix(request)
+    before = tree.swa_protected_size
+    tree.inc_lock_ref(hit.last_node)
+    expected = tree.swa_protected_size - before
+    full = tree.full_protected_size
+    W = q["window"]
+    last = tree.node(hit.last_node)
+    unsplit = len(q["served"][1])  # the node before the cell's match split it
+    slips = [
+        (W, f"The lock covers whole nodes, not exactly W = {W} tokens: from the request's last "
+            f"node up, node by node, until at least {W} tokens are covered."),
+        (unsplit, f"The node holding 20 ... 26 is not one node any more: the cell's last "
+                  f"match, of system + [20, 21, 30], ended inside it and split it in two. "
+                  f"Look at tree.nodes() now."),
+        (full, f"That is the full-attention lock, every token of the path ({full}); the window "
+               f"layers' lock stops once {W} tokens are covered."),
+        (hit.prefix_len - len(q["system"]), "The window lock stops at the first node that "
+                                            "covers W tokens; it need not reach the tombstone."),
+        (0, "The path holds a tombstone, but its last nodes have window KV, and those are what "
+            "the lock protects."),
+    ]
+    mistakes, seen = [], {expected}
+    for value, hint in slips:
+        if value not in seen:
+            seen.add(value)
+            mistakes.append((value, hint))
+    return check_number(name, answer, expected, mistakes, unit="tokens", integer=True,
+                        right=f"Correct: {expected} tokens, the request's last node "
+                              f"{last.key} alone covers W = {W}.",
+                        generic=f"Walk up from the request's last node, adding whole nodes "
+                                f"until at least W = {W} tokens are covered.")
