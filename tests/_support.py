@@ -67,7 +67,8 @@ def notebook_explorers():
     does (its defaults; notebook 10's from the committed results)."""
     from lessonlib import tinylm_results
     from lessonlib.models import load_model
-    from lessonlib.widgets import attention, kv_cache, long_context, rope, tinylm, triton, windows
+    from lessonlib.widgets import (attention, kv_cache, long_context, paged, rope, tinylm, triton,
+                                   windows)
     head = {"head_dim": 128, "rope_theta": 10_000.0}  # notebooks 07 and 08's HEAD
     llama = load_model("Llama-3.1-8B")
     return {
@@ -81,6 +82,7 @@ def notebook_explorers():
         "cost": lambda: long_context.cost_explorer(llama),
         "extension": lambda: tinylm.extension_explorer(
             tinylm_results.load_results("extension"), length=256),
+        "stream": lambda: paged.stream_explorer(),
     }
 
 

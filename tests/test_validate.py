@@ -216,8 +216,8 @@ COMPUTE = ["attention", "engines", "kernel_plan", "kv_cache", "kvtask", "needles
            "triton_attention", "triton_decode", "models.configs", "runtime", "models.weights",
            "models.describe", "models.tiny", "models.rope", "models.shape", "inspect_model",
            "models.gguf", "llamacpp", "widgets.attention", "widgets.kv_cache",
-           "widgets.long_context", "widgets.rope", "widgets.tinylm", "widgets.triton",
-           "widgets.windows"]
+           "widgets.long_context", "widgets.paged", "widgets.rope", "widgets.tinylm",
+           "widgets.triton", "widgets.windows"]
 # Not listed: lessonlib.plots (draw functions that take an Axes and what the compute functions
 # above returned, already checked; students call them only through the widgets) and
 # lessonlib.checks (their arguments are students' answers: test_checks.py feeds every check a
@@ -232,8 +232,9 @@ CASE_MODULES = ["test_attention", "test_engines", "test_kernel_plan", "test_kv_c
                 "test_models_configs", "test_runtime", "test_models_weights",
                 "test_models_describe", "test_models_tiny", "test_models_rope", "test_models_shape",
                 "test_inspect_model", "test_models_gguf", "test_llamacpp", "test_widgets_attention",
-                "test_widgets_kv_cache", "test_widgets_long_context", "test_widgets_rope",
-                "test_widgets_tinylm", "test_widgets_triton", "test_widgets_windows"]
+                "test_widgets_kv_cache", "test_widgets_long_context", "test_widgets_paged",
+                "test_widgets_rope", "test_widgets_tinylm", "test_widgets_triton",
+                "test_widgets_windows"]
 NEEDS = {"tinylm": "torch", "triton_attention": "triton", "test_tinylm": "torch",
          "test_triton_attention": "triton", "triton_decode": "triton",
          "test_triton_decode": "triton", "llamacpp": "llama_cpp"}

@@ -22,6 +22,7 @@ import re
 import ipywidgets as widgets
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.image import AxesImage
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, StepPatch
@@ -32,6 +33,7 @@ from lessonlib.attention import TILE_FULL, TILE_MASKED, TILE_SKIPPED
 from lessonlib.kv_cache import kv_cache_bytes
 from lessonlib.models import load_model
 from lessonlib.plots.kv_cache import _cells_filled, _head_map_centres
+from lessonlib.plots.paged import request_colours
 from lessonlib.plots.windows import bar_heights
 from lessonlib.traffic import GIB, MIB
 from lessonlib.widgets import kv_cache as kvw
@@ -709,10 +711,110 @@ def check_extension(w):
             agree(past, beyond.mean(), f"{name}: loss past {trained}")
 
 
+# ------------------------------------------------------------------ notebook 11: paged cache
+
+
+def _blocks(text):
+    """'4, 9, 10' -> [4, 9, 10]; 'none' -> []."""
+    return [] if text.strip() == "none" else [int(b) for b in text.split(", ")]
+
+
+def _faces(cell):
+    return [to_rgba(p.get_facecolor()) for p in cell["stripes"] if p.get_visible()]
+
+
+def check_stream(w):
+    """The readout's tables, free queue, cached blocks and this step's hit, new and freed
+    blocks are what the pool's squares and the tables' slots draw."""
+    text = w.readout
+    head = find(r"^step (\d+) of (\d+): (\w+) (arrives|decodes|finishes)\b.* \((full attention"
+                r"|sliding window W = \d+|full attention, sink blocks [\d, ]+); (\d+) blocks of "
+                r"(\d+) tokens\)$", text, "step")
+    k, total, rid, kind = int(head[1]), int(head[2]), head[3], head[4]
+    num_blocks, B = int(head[6]), int(head[7])
+    assert w.axes[0].get_title().startswith(f"block pool after step {k} of {total}: {rid} "), (
+        f"the readout's step {k}, the pool's title {w.axes[0].get_title()!r}")
+    pool, rows = w.artists["pool"]["cells"], w.artists["tables"]["rows"]
+    notes = [t.get_text().split("\n") for t in w.artists["pool"]["notes"]]
+    assert [c["label"].get_text() for c in pool] == [str(b) for b in range(num_blocks)]
+    lines = re.findall(r"^(\w): (finished|not arrived|table (?:sink ([\d, ]+) \| )?([\d, ]+) "
+                       r"\((\d+) tokens computed\))$", text, re.M)
+    assert [r[0] for r in lines] == list(rows), f"rows {list(rows)}, readout {lines}"
+    colours = request_colours(list(rows))
+    tables = {}
+    for r, status, sinks, table, n in lines:
+        row = rows[r]
+        cells = [c for c in row["cells"] if c["edge"].get_visible()]
+        if not table:
+            assert row["status"].get_text() == status and not cells, f"{r}: {status}"
+            continue
+        tables[r] = _blocks(table)
+        drawn = [int(c["label"].get_text().split("→")[-1]) for c in cells]
+        assert drawn == _blocks(sinks or "none") + tables[r], (
+            f"{r}: the readout's table {sinks or ''} | {table}, the row draws {drawn}")
+        assert row["tokens"].get_text() == f"{n} tokens"
+        bar = row["bar"]
+        agree(n, (bar.get_x() + bar.get_width()) * B, f"{r}: tokens computed (its bar's end)")
+    held = {}
+    for r, table in tables.items():
+        for b in table:
+            if b:
+                held.setdefault(b, []).append(r)
+    sinks = [b for b, c in enumerate(pool) if c["kind"] == "sink"]
+    queue = _blocks(find(r"^free queue, next first: (.+)$", text, "queue")[1])
+    c = find(r"^cached \(a prefix hit can take them\): (.+); free among them: (.+)$", text,
+             "cached")
+    cached, free_cached = _blocks(c[1]), _blocks(c[2])
+    assert free_cached == [b for b in queue if b in cached]
+    for b, cell in enumerate(pool):
+        if b == 0:
+            assert cell["kind"] == "null"
+        elif b in held:  # the readout's holders, each in its colour, split where they share
+            assert _faces(cell) == [to_rgba(colours[r]) for r in held[b]], (
+                f"block {b}: held by {held[b]} in the readout, the pool draws {_faces(cell)}")
+            for r in held[b]:
+                slot = next(s for s in rows[r]["cells"] if s["edge"].get_visible()
+                            and s["label"].get_text() == str(b))
+                assert _faces(slot) == _faces(cell), f"block {b} in {r}'s table"
+        elif b in queue:
+            assert cell["kind"] == ("cached" if b in cached else "free"), f"block {b}"
+            assert cell["edge"].get_linestyle() == "--"
+        else:
+            assert b in sinks, f"block {b}: neither held, free nor a sink"
+        assert ("next" in notes[b]) == (queue[:1] == [b]), f"block {b}: next"
+    if kind == "finishes":
+        freed = _blocks(find(r"^its blocks go back to the pool: freed ([\d, ]+|none)", text,
+                             "freed")[1])
+        new, hit = [], None
+    else:
+        line = find(r"^(?:prefix hit (\d+) tokens(?: = blocks ([\d, ]+))?; )?new blocks "
+                    r"([\d, ]+|none); freed ([\d, ]+|none)$", text, "new and freed")
+        new, freed = _blocks(line[3]), _blocks(line[4])
+        hit = (int(line[1]), _blocks(line[2] or "none")) if line[1] is not None else None
+        assert (hit is not None) == (kind == "arrives")
+        mine = [s for s in rows[rid]["cells"] if s["edge"].get_visible()]
+        nulled = [int(s["label"].get_text().split("→")[0]) for s in mine
+                  if "→" in s["label"].get_text()]
+        assert sorted(nulled) == sorted(freed), (
+            f"freed {freed}: {rid}'s row labels {nulled} as freed")
+    for b in range(num_blocks):
+        assert ("new" in notes[b]) == (b in new), f"block {b}: new"
+        assert ("freed" in notes[b]) == (b in freed), f"block {b}: freed"
+    outlined = {r: [s["label"].get_text() for s in row["cells"]
+                    if s["edge"].get_visible() and s["hit"]] for r, row in rows.items()}
+    if hit is None:
+        assert not any(outlined.values()), f"no arrival, outlined slots {outlined}"
+    else:
+        assert outlined[rid] == [str(b) for b in hit[1]], (
+            f"{rid}'s hit blocks {hit[1]}, outlined {outlined[rid]}")
+        assert hit[0] == B * len(hit[1]), f"hit {hit[0]} tokens, {len(hit[1])} slots of {B}"
+        assert not any(v for r, v in outlined.items() if r != rid)
+
+
 CHECKS = {"memory": check_memory, "online_softmax": check_online_softmax, "tiled": check_tiled,
           "tile_map": check_tile_map, "kv_cache": check_kv_cache, "budget": check_budget,
           "window": check_window, "clock": check_clock, "scaling": check_scaling,
-          "cost": check_cost, "extension": check_extension}
+          "cost": check_cost, "extension": check_extension, "stream": check_stream}
 
 
 # ------------------------------------------------------------------ the gaps a figure may draw

@@ -10,7 +10,7 @@ beside the file browser) is the one width of every widget's figure; the widgets 
 (the figures' colours by role: Okabe & Ito's colour-blind-safe palette) and ``STYLES`` (the
 curves' colour, line style and marker, in order) are one shared set.
 """
-from . import attention, kv_cache, long_context, rope, tinylm, triton, windows  # noqa: F401
+from . import attention, kv_cache, long_context, paged, rope, tinylm, triton, windows  # noqa: F401
 from ._style import FIGURE_WIDTH
 from .long_context import draw_needle_heatmap
 

@@ -7,6 +7,7 @@ text shown under the figure, what tests read), the sliders by name and the artis
 in place. Its ``redraw(**values)`` callback calls compute, updates the artists in place and
 returns the readout text: 3 to 12 lines, none of them computing what a compute function could.
 """
-from . import attention, kv_cache, long_context, rope, tinylm, triton, windows  # noqa: F401
+from . import attention, kv_cache, long_context, paged, rope, tinylm, triton, windows  # noqa: F401
 
-__all__ = ["attention", "kv_cache", "long_context", "rope", "tinylm", "triton", "windows"]
+__all__ = ["attention", "kv_cache", "long_context", "paged", "rope", "tinylm", "triton",
+           "windows"]
