@@ -45,7 +45,7 @@ FREE_COLOUR = "#FFFFFF"
 
 _REQUESTS = (PALETTE["orange"], PALETTE["sky"], PALETTE["green"], PALETTE["yellow"])
 _PALE = 0.35  # a cached block's tint: this much of its last holder's colour, the rest white
-_MUTED = "#595959"  # grey text (7:1 on white): a row's status, the notes under the pool
+_MUTED = "#595959"  # grey text (7:1 on white): a row's status, the words under the pool
 _HIT_WIDTH = 3.0  # points: the outline of a slot a prefix hit gave
 _EDGE = 0.8
 _CELL = 0.92  # a cell's width, of its one-unit pitch

@@ -61,7 +61,7 @@ def stream_explorer(*, step=10, layers=WINDOW, window=8, block_size=4, num_block
     Top: the pool's blocks 0 .. num_blocks - 1, each in the colour of the requests holding it
     (split between two that share it), pale while free but cached (a prefix hit can take it
     back), white while free; under a square, what this step did to it ("new", "freed") and the
-    free queue's next block. Below: each request's block table, slot j holding tokens
+    free queue's next block. Below: each request's block table, entry j holding tokens
     [B j, B j + B), null slots grey, the sink blocks before slot 0 as attention reads them
     (``paged.with_sink_blocks``), the slots this step's prefix hit gave outlined, a slot the
     window freed this step labelled "2→0"; under each row a bar of the tokens computed. The
@@ -104,7 +104,7 @@ def stream_explorer(*, step=10, layers=WINDOW, window=8, block_size=4, num_block
                "tables": plots.draw_tables(ax_tables, ids, slots=slots, sink_slots=sink_slots,
                                            block_size=block_size)}
     plots.draw_key(ax_key, ids, colours)
-    ax_tables.set_title(f"block tables: slot j holds tokens {block_size}j .. "
+    ax_tables.set_title(f"block tables: entry j holds tokens {block_size}j .. "
                         f"{block_size}j + {block_size - 1}")
 
     def redraw(step, layers, window):
