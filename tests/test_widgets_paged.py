@@ -51,7 +51,7 @@ def move(w, **values):
 
 def test_controls_are_named_sliders_over_the_stream(w):
     step, layers, window = (w.controls[k] for k in ("step", "layers", "window"))
-    assert list(w.controls) == ["step", "layers", "window"]
+    assert list(w.controls) == ["step", "window", "layers"]
     assert isinstance(step, ipywidgets.IntSlider) and (step.min, step.max) == (1, STEPS)
     assert isinstance(layers, ipywidgets.SelectionSlider)
     assert [o[1] for o in layers.options] == list(KINDS) == [

@@ -88,11 +88,11 @@ def stream_explorer(*, step=10, layers=WINDOW, window=8, block_size=4, num_block
     controls = {
         "step": widgets.IntSlider(value=step, min=1, max=total, description="step",
                                   **slider_layout("300px")),
+        "window": widgets.IntSlider(value=window, min=1, max=MAX_WINDOW, description="window W",
+                                    **slider_layout("300px")),
         "layers": widgets.SelectionSlider(options=[(_LABELS[k], k) for k in LAYERS],
                                           value=layers, description="layers",
                                           **slider_layout("230px")),
-        "window": widgets.IntSlider(value=window, min=1, max=MAX_WINDOW, description="window W",
-                                    **slider_layout("300px")),
     }
     fig, grid = new_figure(figsize=FIGSIZE, nrows=2, ncols=2,
                            gridspec_kw={"height_ratios": [0.85, 2.1], "width_ratios": [2.75, 1.0]})
@@ -104,14 +104,16 @@ def stream_explorer(*, step=10, layers=WINDOW, window=8, block_size=4, num_block
                "tables": plots.draw_tables(ax_tables, ids, slots=slots, sink_slots=sink_slots,
                                            block_size=block_size)}
     plots.draw_key(ax_key, ids, colours)
-    ax_tables.set_title(f"block tables: entry j holds tokens {block_size}j .. "
-                        f"{block_size}j + {block_size - 1}")
+    entries = f"entry j holds tokens {block_size}j .. {block_size}j + {block_size - 1}"
+    ax_tables.set_title(f"block tables: {entries}")
 
     def redraw(step, layers, window):
         key = (layers, window if layers == WINDOW else None)
         steps, sinks = runs[key]
         view = _view(steps, step, ids, sinks, num_blocks, sink_tokens, block_size)
         ax_pool.title.set_text(f"block pool after step {step} of {len(steps)}: {view['event']}")
+        kind = f"sliding window W = {window}" if layers == WINDOW else layers
+        ax_tables.title.set_text(f"block tables, {kind}: {entries}")
         plots.update_pool(artists["pool"], view["looks"], view["notes"], colours)
         plots.update_tables(artists["tables"], view["rows"], colours, sinks_shown=bool(sinks))
         text = _readout(steps, step, layers, window, ids, sinks, num_blocks, block_size, view)
