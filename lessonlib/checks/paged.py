@@ -39,6 +39,17 @@ QUESTIONS = {
 question)."""
 
 
+def _distinct_slips(slips, expected):
+    """The (value, hint) slips whose value is neither the right one nor an earlier slip's (a
+    slip that gives the right number needs no hint)."""
+    mistakes, seen = [], {expected}
+    for value, hint in slips:
+        if value not in seen:
+            seen.add(value)
+            mistakes.append((value, hint))
+    return mistakes
+
+
 # ------------------------------------------------------------------ 1. the null block
 
 @preamble
@@ -86,17 +97,32 @@ def window_null_entries(answer):
         (c - W + 1, f"That counts tokens, the ones the window has passed; the question asks "
                     f"for table entries, blocks of {B} tokens: (c - W + 1) // {B}."),
     ]
-    mistakes, seen = [], {expected}
-    for value, hint in slips:
-        if value not in seen:
-            seen.add(value)
-            mistakes.append((value, hint))
+    mistakes = _distinct_slips(slips, expected)
     return check_number(name, answer, expected, mistakes, unit="entries", integer=True,
                         right=f"Correct: {expected} entries. Before step {k}, c = {c:,} tokens "
                               f"are settled, so (c - W + 1) // {B} = ({c:,} - {W} + 1) // {B} "
                               f"= {expected} blocks are null and {live} are live.",
                         generic=f"Tokens settled before decode step k: c = {P:,} + k - 1; "
                                 f"null entries: (c - W + 1) // {B}.")
+
+
+def _results(name, fn, cases, args, where, read, none_hint):
+    """The student's ``fn`` on every case (``args(case)``), each result read by ``read``: the
+    list of results, or the Verdict of the first case that raised, returned None or gave
+    something ``read`` refuses (``where(case)`` says which)."""
+    got = []
+    for case in cases:
+        at = f"{name} on {where(case)}"
+        result, error = _run(fn, args(case))
+        if error is not None:
+            return wrong(name, f"{at} raised {type(error).__name__}: {_clip(error)}")
+        if result is None:
+            return wrong(name, f"{at} returned None: {none_hint}")
+        try:
+            got.append(read(result))
+        except Unreadable as why:
+            return wrong(name, f"{at}: {why}")
+    return got
 
 
 # ------------------------------------------------------------------ 2. the build: a prefix hit
@@ -266,19 +292,12 @@ def prefix_hit(fn):
     ``_PREFIX_EDGES`` and ``_PREFIX_RANDOM`` seeded cases against ``paged.FullAttentionManager``
     (``cached`` is the pool's ``cached_blocks`` after the earlier prompts ran)."""
     name = "prefix_hit"
-    cases, got = _prefix_cases(), []
-    for case in cases:
-        where = f"prefix_hit on {_prefix_where(case)}"
-        result, error = _run(fn, _prefix_args(case))
-        if error is not None:
-            return wrong(name, f"{where} raised {type(error).__name__}: {_clip(error)}")
-        if result is None:
-            return wrong(name, f"{where} returned None: every path must return a number of "
-                               f"tokens (0 when nothing hits).")
-        try:
-            got.append(whole(result, what="the tokens hit, one whole number"))
-        except Unreadable as why:
-            return wrong(name, f"{where}: {why}")
+    cases = _prefix_cases()
+    got = _results(name, fn, cases, _prefix_args, _prefix_where,
+                   lambda r: whole(r, what="the tokens hit, one whole number"),
+                   "every path must return a number of tokens (0 when nothing hits).")
+    if not isinstance(got, list):
+        return got
     ok = [g == case.hit for g, case in zip(got, cases)]
     if all(ok):
         return correct(name, f"Correct on {len(cases)} cases (an empty cache, prompts sent "
@@ -497,19 +516,11 @@ def merge_splits(fn):
     ``paged.merge_split_states``, within ``FLOAT32_RTOL`` (widened where |m| is large by what
     float32 rounding of m costs, ``_tolerance``)."""
     name = "merge_splits"
-    cases, got = _merge_cases(), []
-    for case in cases:
-        where = f"merge_splits on {_merge_where(case)}"
-        result, error = _run(fn, _merge_args(case))
-        if error is not None:
-            return wrong(name, f"{where} raised {type(error).__name__}: {_clip(error)}")
-        if result is None:
-            return wrong(name, f"{where} returned None: return the output, an array of shape "
-                               f"(dv,).")
-        try:
-            got.append(_output(result))
-        except Unreadable as why:
-            return wrong(name, f"{where}: {why}")
+    cases = _merge_cases()
+    got = _results(name, fn, cases, _merge_args, _merge_where, _output,
+                   "return the output, an array of shape (dv,).")
+    if not isinstance(got, list):
+        return got
     ok = [_same(g, case.out, case) for g, case in zip(got, cases)]
     if all(ok):
         return correct(name, f"Correct on {len(cases)} heads (one split, many, empty ones "
@@ -589,11 +600,7 @@ def radix_window_lock(answer):
         (0, "The path holds a tombstone, but its last nodes have window KV, and those are what "
             "the lock protects."),
     ]
-    mistakes, seen = [], {expected}
-    for value, hint in slips:
-        if value not in seen:
-            seen.add(value)
-            mistakes.append((value, hint))
+    mistakes = _distinct_slips(slips, expected)
     return check_number(name, answer, expected, mistakes, unit="tokens", integer=True,
                         right=f"Correct: {expected} tokens, the request's last node "
                               f"{last.key} alone covers W = {W}.",
