@@ -52,4 +52,5 @@ def merge_splits(states):
 # tokens of system + [20, ..., 26] (7 >= W tokens with window KV after the tombstone), and
 # inc_lock_ref locks window KV node by node from its last node up until W tokens are covered:
 # the last node, (22, ..., 26), already holds 5 >= 4.
-radix_window_lock = 5
+split_tail = [22, 23, 24, 25, 26]  # the path's last node since the split
+radix_window_lock = len(split_tail) if len(split_tail) >= 4 else None  # 5: covers W = 4 alone
