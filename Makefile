@@ -24,6 +24,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab reset present test unit docs nbval browser bench profile-keypress bench-gpu tinylm clean-venv venv profile check-pins
 .PHONY: grading assignments grade engine engine-results vllm vllm-results
+.PHONY: hub hub-env hub-test
 
 venv: $(STAMP)
 
@@ -224,6 +225,58 @@ vllm: $(VLLM_VENV)/.installed
 # What notebooks 05, 06 and 08 print of vLLM (lessonlib/data/vllm_results.json).
 vllm-results: $(VLLM_VENV)/.installed
 	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_PY) scripts/vllm_results.py
+
+# The course's JupyterHub on this machine, as The Littlest JupyterHub lays one out
+# (deploy/hub/README.md). HUB reaches $(VENV)'s packages through a .pth file and adds
+# requirements-hub.txt, as GRADING does: the students' servers run it, as each student, so its
+# Python must be one every user can run: $(PY)'s own, or where students cannot run that (a pyenv
+# Python under /root, mode 700) the system's Python $(PYVER); HUB_PYTHON=... chooses another.
+# configurable-http-proxy comes from npm into deploy/hub/node_modules (npm ci, no global install).
+HUB := $(VENV)-hub
+HUB_PY := $(HUB)/bin/python
+HUB_PYTHON ?= $(firstword $(foreach p,$(PY) /usr/bin/python$(PYVER),$(shell [ "$$(id -u)" != 0 ] \
+  || runuser -u nobody -- $(p) -c '' 2>/dev/null && echo $(p))) $(PY))
+PROXY := deploy/hub/node_modules/.bin/configurable-http-proxy
+
+$(HUB)/.installed: requirements-hub.txt $(STAMP)
+	rm -rf $(HUB)
+	$(HUB_PYTHON) -m venv --without-pip $(HUB)
+	@$(HUB_PY) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; v == "$(PYVER)" or \
+	  sys.exit(f"HUB_PYTHON is Python {v}, $(VENV) is $(PYVER): give a Python $(PYVER)")'
+	echo "import site; site.addsitedir('$$($(PY) $(PURELIB))')" \
+	  > "$$($(HUB_PY) $(PURELIB))/lessonlib-venv.pth"
+	$(HUB_PY) -m pip install --quiet --no-deps -r requirements-hub.txt
+	$(HUB_PY) -m pip check
+	@# JupyterLab's server extension and the widgets' lab extensions: $(VENV)'s Jupyter folders
+	mkdir -p $(HUB)/etc && ln -sfn "$(abspath $(VENV))/etc/jupyter" $(HUB)/etc/jupyter
+	ln -sfn "$(abspath $(VENV))/share/jupyter" $(HUB)/share/jupyter
+	@test "$$(id -u)" != 0 || runuser -u nobody -- $(HUB_PY) -c 'import jupyterlab, lessonlib' \
+	  || { echo "Students cannot run $(HUB) (above): the checkout and HUB_PYTHON must be" \
+	  "open to every user (clone into /srv or /opt; make hub-env HUB_PYTHON=...)" >&2; \
+	  rm -rf $(HUB); exit 2; }
+	@touch $@
+
+$(PROXY): deploy/hub/package-lock.json
+	cd deploy/hub && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Installs without starting: .venv-hub and the proxy (what tests/test_hub.py needs).
+hub-env: $(HUB)/.installed $(PROXY)
+
+# The hub in the foreground (Ctrl-C stops it; the state in build/hub/ stays). As root: it logs
+# students in with PAM and starts their servers as them. LESSONLIB_HUB_PORT=8000 by default.
+hub: hub-env
+	@test "$$(id -u)" = 0 || { echo "make hub runs as root (sudo make hub): PAM and" \
+	  "starting each student's server as that student need it" >&2; exit 2; }
+	@u=http$${LESSONLIB_HUB_SSL_CERT:+s}://$${LESSONLIB_HUB_IP:-127.0.0.1}:$${LESSONLIB_HUB_PORT:-8000}; \
+	  echo "JupyterHub on $$u/ (students log in with their UNIX password: add-students.sh)"
+	$(HUB)/bin/jupyterhub -f deploy/hub/jupyterhub_config.py
+
+# The hub's tests, the live one included (root): a student made, logged in, served, the hub
+# restarted, the student removed. Fails instead of skipping when the hub's environment is missing.
+hub-test: hub-env
+	LESSONLIB_HUB=1 LESSONLIB_HUB_VENV=$(abspath $(HUB)) $(PY) -m pytest tests/test_hub.py -q -rs \
+	  -p no:cacheprovider
 
 # requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
 # x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).

@@ -1,0 +1,152 @@
+"""The course's JupyterHub on one machine (make hub; deploy/hub/README.md).
+
+Laid out as The Littlest JupyterHub lays out a hub: one shared environment (.venv-hub: lessonlib,
+JupyterLab and every pin of .venv, plus JupyterHub), each student a real UNIX account made by
+deploy/hub/add-students.sh, who logs in with their UNIX password (PAM) and gets their own
+JupyterLab, run as them, on their home folder, where the course notebooks were copied.
+
+Settings come from the environment, so that one file serves the instructor's hub and the tests:
+
+    LESSONLIB_HUB_PORT            the public port (8000), bound to 127.0.0.1 unless LESSONLIB_HUB_IP
+    LESSONLIB_HUB_IP              the public address (127.0.0.1); any other needs HTTPS (below)
+    LESSONLIB_HUB_SSL_CERT/_KEY   serve HTTPS with this certificate and key
+    LESSONLIB_HUB_STATE           the state folder (build/hub/ in the checkout): the user database,
+                                  the cookie secret and the proxy's token, kept across restarts
+    LESSONLIB_HUB_API_PORT        the hub's own API on 127.0.0.1 (8081)
+    LESSONLIB_HUB_PROXY_API_PORT  the proxy's API on 127.0.0.1 (8001)
+    LESSONLIB_HUB_GROUP           the students' UNIX group (lessonlib-students), as add-students.sh
+    LESSONLIB_HUB_ADMINS          instructors' login names, comma-separated (or the UNIX group
+                                  lessonlib-instructors)
+    LESSONLIB_HUB_CULL_TIMEOUT    seconds of inactivity before a student's server is stopped (3600)
+
+Nothing here imports jupyterhub: the tests load this file with traitlets' config loader in .venv.
+"""
+import grp
+import ipaddress
+import os
+import secrets
+import sys
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (defined by the config loader)
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: deploy/hub/jupyterhub_config.py
+HUB_ENV = Path(sys.executable).parent  # .venv-hub/bin: the environment running the hub
+STATE = Path(os.environ.get("LESSONLIB_HUB_STATE", ROOT / "build" / "hub")).resolve()
+PORT = int(os.environ.get("LESSONLIB_HUB_PORT", "8000"))
+IP = os.environ.get("LESSONLIB_HUB_IP", "127.0.0.1")
+SSL_CERT = os.environ.get("LESSONLIB_HUB_SSL_CERT", "")
+SSL_KEY = os.environ.get("LESSONLIB_HUB_SSL_KEY", "")
+STUDENTS = os.environ.get("LESSONLIB_HUB_GROUP", "lessonlib-students")
+INSTRUCTORS = "lessonlib-instructors"
+CULL_TIMEOUT_S = int(os.environ.get("LESSONLIB_HUB_CULL_TIMEOUT", "3600"))
+
+
+def state_secret(path):
+    """A random token kept in the state folder, readable by its owner only: made on the first
+    start, read on every later one, so that a restarted hub keeps talking to the same proxy."""
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def group_exists(name):
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+# ---- Where the hub listens. Loopback by default: nothing leaves the machine.
+if bool(SSL_CERT) != bool(SSL_KEY):
+    raise ValueError("set both LESSONLIB_HUB_SSL_CERT and LESSONLIB_HUB_SSL_KEY, or neither")
+if not SSL_CERT and not ipaddress.ip_address(IP).is_loopback:
+    raise ValueError(f"LESSONLIB_HUB_IP={IP} without HTTPS would send students' passwords in "
+                     "clear: set LESSONLIB_HUB_SSL_CERT and LESSONLIB_HUB_SSL_KEY, or keep the "
+                     "hub on 127.0.0.1 behind a reverse proxy that serves HTTPS")
+c.JupyterHub.bind_url = f"{'https' if SSL_CERT else 'http'}://{IP}:{PORT}"
+# HTTPS, two ways (deploy/hub/README.md):
+# 1. The hub serves it itself, with a certificate for the machine's name (certbot's files, say):
+#        LESSONLIB_HUB_IP=0.0.0.0 LESSONLIB_HUB_PORT=443 \
+#        LESSONLIB_HUB_SSL_CERT=/etc/letsencrypt/live/hub.example.org/fullchain.pem \
+#        LESSONLIB_HUB_SSL_KEY=/etc/letsencrypt/live/hub.example.org/privkey.pem make hub
+#    which sets
+#        c.JupyterHub.ssl_cert = "/etc/letsencrypt/live/hub.example.org/fullchain.pem"
+#        c.JupyterHub.ssl_key = "/etc/letsencrypt/live/hub.example.org/privkey.pem"
+# 2. As The Littlest JupyterHub does: a reverse proxy (Traefik, nginx, Caddy) terminates TLS on
+#    port 443 and forwards to http://127.0.0.1:8000, websockets included; the hub stays on
+#    loopback, exactly as configured here.
+if SSL_CERT:
+    c.JupyterHub.ssl_cert = SSL_CERT
+    c.JupyterHub.ssl_key = SSL_KEY
+
+# The hub's API and the proxy's API: loopback only, whatever the public address.
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{os.environ.get('LESSONLIB_HUB_API_PORT', '8081')}"
+c.ConfigurableHTTPProxy.api_url = (
+    f"http://127.0.0.1:{os.environ.get('LESSONLIB_HUB_PROXY_API_PORT', '8001')}")
+# configurable-http-proxy as npm ci installed it from deploy/hub/package-lock.json (no global one)
+c.ConfigurableHTTPProxy.command = [str(ROOT / "deploy" / "hub" / "node_modules" / ".bin" /
+                                       "configurable-http-proxy")]
+
+# ---- The state: users, cookie secret and proxy token survive a restart (owner-only folder).
+STATE.mkdir(parents=True, exist_ok=True)
+STATE.chmod(0o700)
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")  # made on first start
+c.ConfigurableHTTPProxy.auth_token = state_secret(STATE / "proxy_auth_token")
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+
+# ---- Who may log in: PAM (jupyterhub's default PAMAuthenticator, through pamela) checks the
+# UNIX password with the PAM service "login" (/etc/pam.d/login: pam_unix against /etc/shadow,
+# which the hub, run as root, can read). Only members of the students' group (add-students.sh
+# puts them there) and the instructors' group; instructors are admins.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.service = "login"
+c.PAMAuthenticator.allowed_groups = {STUDENTS, INSTRUCTORS}
+# Only an existing group: jupyterhub 6.1 answers every login with an error (500) when an admin
+# group is missing. add-students.sh makes both groups; an instructor joins theirs with
+# `usermod --append --groups lessonlib-instructors NAME`, then restarts the hub.
+c.PAMAuthenticator.admin_groups = {g for g in [INSTRUCTORS] if group_exists(g)}
+c.Authenticator.admin_users = {n.strip() for n in os.environ.get("LESSONLIB_HUB_ADMINS", "")
+                               .split(",") if n.strip()}
+
+# ---- Each student's server: the shared environment's jupyterhub-singleuser, run as the student
+# (LocalProcessSpawner, jupyterhub's default), JupyterLab on their home folder.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(HUB_ENV / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+# A terminal's `python` is the course's environment (`python -m pip list`), not root's PATH.
+c.Spawner.environment = {"PATH": f"{HUB_ENV}:/usr/local/bin:/usr/bin:/bin"}
+c.Spawner.start_timeout = 120  # JupyterLab's first start on a busy 2-core machine
+c.Spawner.http_timeout = 90
+# Memory and CPU limits: LocalProcessSpawner does NOT enforce c.Spawner.mem_limit or
+# c.Spawner.cpu_limit (it only passes them to the server as MEM_LIMIT and CPU_LIMIT), so none is
+# set here: one student's kernel can take the whole machine. On a host run by systemd, the
+# SystemdSpawner (PyPI package jupyterhub-systemdspawner, 1.0.2; install it into .venv-hub) runs
+# each server in its own systemd unit, with cgroup limits that are enforced:
+#     c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
+#     c.SystemdSpawner.dynamic_users = False     # the real UNIX accounts add-students.sh made
+#     c.SystemdSpawner.mem_limit = "2G"          # the kernel is killed past it (OOM)
+#     c.SystemdSpawner.cpu_limit = 1.0           # one core's worth of CPU time
+#     c.SystemdSpawner.isolate_tmp = True        # a private /tmp per student
+#     c.SystemdSpawner.unit_name_template = "jupyter-{USERNAME}"
+# (Containers without systemd as PID 1, like the machines that test this repository, cannot.)
+
+# ---- The idle culler, a service the hub starts and stops with itself: every 10 minutes it
+# stops the servers of students idle for CULL_TIMEOUT_S (their files stay; the next login starts
+# a fresh server). It runs in the hub's environment with only the rights it needs.
+c.JupyterHub.services = [{
+    "name": "idle-culler",
+    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={CULL_TIMEOUT_S}",
+                "--cull-every=600"],
+}]
+c.JupyterHub.load_roles = [{
+    "name": "idle-culler",
+    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+    "services": ["idle-culler"],
+}]

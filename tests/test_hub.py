@@ -1,0 +1,513 @@
+"""The course's JupyterHub (deploy/hub/, make hub) and the Zero to JupyterHub recipe (deploy/z2jh/).
+
+Everywhere: the hub's config loads with traitlets' config loader (jupyterhub's) and sets what
+deploy/hub/README.md says; where .venv-hub exists, every setting is a trait of the pinned
+jupyterhub and the environment holds requirements-hub.txt's versions; add-students.sh refuses bad
+names and accounts it did not make; the z2jh config.yaml and the repo2docker recipe parse and have
+what they rely on; every pin is exact.
+
+The live test (Linux, root, and make hub-env's .venv-hub and proxy): add-students.sh makes a
+student; the hub starts on free loopback ports with a temporary state folder; the student logs in
+through the hub's HTTP login with their UNIX password (PAM), their server starts as them and
+serves /user/NAME/lab, the course notebooks are in their home, and a kernel runs as them in the
+shared environment; the hub is stopped and started again, and the student's session, account and
+notebooks (an edit included) are still there; the student is removed. Elsewhere it skips, saying
+why; make hub-test (LESSONLIB_HUB=1) fails instead of skipping.
+"""
+import asyncio
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+from packaging.specifiers import SpecifierSet
+from traitlets.config.loader import PyFileConfigLoader
+
+ROOT = Path(__file__).resolve().parents[1]
+HUB_DIR = ROOT / "deploy" / "hub"
+CONFIG = HUB_DIR / "jupyterhub_config.py"
+ADD_STUDENTS = HUB_DIR / "add-students.sh"
+PROXY = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+Z2JH = ROOT / "deploy" / "z2jh"
+IMAGE = Z2JH / "image"
+HUB_VENV = Path(os.environ.get("LESSONLIB_HUB_VENV", ROOT / ".venv-hub")).resolve()
+EXCHANGE = "/usr/local/share/nbgrader/exchange"  # instructors/README.md's Exchange.root
+PIN = re.compile(r"([A-Za-z0-9_.\-]+)==([0-9][^\s;]*)")
+
+
+def _hub_missing():
+    """Why the hub's environment cannot run here, or None."""
+    if not sys.platform.startswith("linux"):
+        return f"Linux (PAM and UNIX accounts); this is {sys.platform}"
+    if not (HUB_VENV / ".installed").exists():
+        return f"{HUB_VENV.name} (make hub-env)"
+    if not PROXY.exists():
+        return "configurable-http-proxy in deploy/hub/node_modules (make hub-env)"
+    return None
+
+
+def _live_missing():
+    why = _hub_missing()
+    if why is None and os.geteuid() != 0:
+        why = "root, to make a student's UNIX account and start their server as them"
+    return why
+
+
+WHY_HUB, WHY_LIVE = _hub_missing(), _live_missing()
+if WHY_LIVE is not None and os.environ.get("LESSONLIB_HUB") == "1":
+    raise ImportError(f"make hub-test runs the live hub test, and it cannot run: needs {WHY_LIVE}")
+hub_env = pytest.mark.skipif(WHY_HUB is not None, reason=f"needs {WHY_HUB}")
+live = pytest.mark.skipif(WHY_LIVE is not None, reason=f"needs {WHY_LIVE}")
+
+
+def _pins(path):
+    """{name: version} of a requirements file; fails on any requirement not pinned exactly."""
+    pins = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith(("-r ", "--extra-index-url ")):
+            continue
+        m = PIN.fullmatch(line.split(";", 1)[0].strip())
+        assert m, f"{path.name}: {line!r} is not pinned exactly (name==version)"
+        pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins
+
+
+def load_hub_config(tmp_path, monkeypatch, **env):
+    """deploy/hub/jupyterhub_config.py as jupyterhub loads it (traitlets' PyFileConfigLoader),
+    with its state folder in tmp_path and the LESSONLIB_HUB_* variables given."""
+    monkeypatch.setenv("LESSONLIB_HUB_STATE", str(tmp_path / "state"))
+    for key in ("PORT", "IP", "SSL_CERT", "SSL_KEY", "API_PORT", "PROXY_API_PORT", "GROUP",
+                "ADMINS", "CULL_TIMEOUT"):
+        monkeypatch.delenv(f"LESSONLIB_HUB_{key}", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(f"LESSONLIB_HUB_{key}", value)
+    return PyFileConfigLoader(CONFIG.name, path=str(CONFIG.parent)).load_config()
+
+
+# ------------------------------------------------------------------ the hub's files, everywhere
+
+
+def test_the_hub_config_sets_what_the_readme_says(tmp_path, monkeypatch):
+    c = load_hub_config(tmp_path, monkeypatch)
+    state = tmp_path / "state"
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:8000"
+    assert c.JupyterHub.hub_bind_url == "http://127.0.0.1:8081"
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:8001"
+    assert c.ConfigurableHTTPProxy.command == [str(PROXY)]
+    # the state: database, cookie secret, proxy token, all in one owner-only folder
+    assert c.JupyterHub.db_url == f"sqlite:///{state / 'jupyterhub.sqlite'}"
+    assert Path(c.JupyterHub.cookie_secret_file).parent == state
+    assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    token = state / "proxy_auth_token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert c.ConfigurableHTTPProxy.auth_token == token.read_text().strip()
+    again = load_hub_config(tmp_path, monkeypatch)  # a restart keeps the token
+    assert again.ConfigurableHTTPProxy.auth_token == c.ConfigurableHTTPProxy.auth_token
+    # PAM, the students' and instructors' groups
+    assert c.JupyterHub.authenticator_class == "pam"
+    assert c.PAMAuthenticator.service == "login"
+    assert c.PAMAuthenticator.allowed_groups == {"lessonlib-students", "lessonlib-instructors"}
+    assert c.PAMAuthenticator.admin_groups <= {"lessonlib-instructors"}
+    # each student's server: the shared environment's jupyterhub-singleuser, JupyterLab, home
+    assert c.JupyterHub.spawner_class == "localprocess"
+    assert c.Spawner.cmd == [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
+    assert (c.Spawner.default_url, c.Spawner.notebook_dir) == ("/lab", "~")
+    assert "mem_limit" not in c.Spawner and "cpu_limit" not in c.Spawner  # not enforced there
+    # the idle culler, a managed service with the rights it needs
+    (culler,) = c.JupyterHub.services
+    assert culler["command"] == [sys.executable, "-m", "jupyterhub_idle_culler",
+                                 "--timeout=3600", "--cull-every=600"]
+    (role,) = c.JupyterHub.load_roles
+    assert role["services"] == ["idle-culler"] and "delete:servers" in role["scopes"]
+
+
+def test_the_hub_config_takes_its_ports_group_admins_and_culling_from_the_environment(
+        tmp_path, monkeypatch):
+    c = load_hub_config(tmp_path, monkeypatch, PORT="18000", API_PORT="18081",
+                        PROXY_API_PORT="18001", GROUP="class-a", ADMINS="ada, grace",
+                        CULL_TIMEOUT="600")
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:18000"
+    assert c.JupyterHub.hub_bind_url == "http://127.0.0.1:18081"
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18001"
+    assert "class-a" in c.PAMAuthenticator.allowed_groups
+    assert c.Authenticator.admin_users == {"ada", "grace"}
+    assert "--timeout=600" in c.JupyterHub.services[0]["command"]
+
+
+def test_the_hub_serves_https_with_a_certificate_and_refuses_plain_http_off_loopback(
+        tmp_path, monkeypatch):
+    c = load_hub_config(tmp_path, monkeypatch, IP="0.0.0.0", PORT="443",
+                        SSL_CERT="/etc/hub/fullchain.pem", SSL_KEY="/etc/hub/privkey.pem")
+    assert c.JupyterHub.bind_url == "https://0.0.0.0:443"
+    assert (c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key) == ("/etc/hub/fullchain.pem",
+                                                             "/etc/hub/privkey.pem")
+    with pytest.raises(ValueError, match="passwords in clear"):
+        load_hub_config(tmp_path, monkeypatch, IP="0.0.0.0")
+    with pytest.raises(ValueError, match="both"):
+        load_hub_config(tmp_path, monkeypatch, SSL_CERT="/etc/hub/fullchain.pem")
+
+
+def test_the_hub_config_finds_its_paths_from_the_checkout():
+    text = CONFIG.read_text()
+    assert not re.search(r"""["'](/work|/root|/home)\b""", text), "a path hard-coded"
+    assert "import jupyterhub" not in text  # loads in .venv, where jupyterhub is not
+
+
+def test_requirements_hub_is_pinned_exactly_and_adds_only_what_requirements_lacks():
+    hub = _pins(ROOT / "requirements-hub.txt")
+    base = _pins(ROOT / "requirements.txt")
+    assert {"jupyterhub", "jupyterhub-idle-culler", "pamela"} <= set(hub)
+    assert hub["jupyterhub"].startswith("6.")
+    assert not set(hub) & set(base), "pinned in requirements.txt already"
+    grading = _pins(ROOT / "requirements-grading.txt")
+    assert {n: v for n, v in hub.items() if n in grading} == {
+        n: v for n, v in grading.items() if n in hub}, "a package pinned twice, differently"
+
+
+def test_the_proxy_is_pinned_in_the_npm_lock():
+    wanted = json.loads((HUB_DIR / "package.json").read_text())["dependencies"]
+    assert re.fullmatch(r"5\.\d+\.\d+", wanted["configurable-http-proxy"])  # exact, 5.x
+    lock = json.loads((HUB_DIR / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"] == wanted
+    locked = lock["packages"]["node_modules/configurable-http-proxy"]
+    assert locked["version"] == wanted["configurable-http-proxy"] and locked["integrity"]
+
+
+def test_add_students_is_strict_bash_and_refuses_bad_names_and_others_accounts(tmp_path):
+    text = ADD_STUDENTS.read_text()
+    assert text.startswith("#!/usr/bin/env bash\n") and "\nset -euo pipefail\n" in text
+    assert os.access(ADD_STUDENTS, os.X_OK)
+    subprocess.run(["bash", "-n", str(ADD_STUDENTS)], check=True)
+    names = tmp_path / "names.txt"
+    for bad, said in (("Not A Name", "is not a login name"), ("root", "did not make")):
+        names.write_text(f"{bad}\n")
+        r = subprocess.run([str(ADD_STUDENTS), "--remove", str(names)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2, r
+        assert (said if os.geteuid() == 0 else "run as root") in r.stderr
+    assert subprocess.run(["id", "root"], capture_output=True).returncode == 0
+
+
+@hub_env
+def test_every_hub_setting_is_a_trait_of_the_pinned_jupyterhub(tmp_path):
+    """In .venv-hub: jupyterhub's own app loads the file; each section's class has each trait
+    (a misspelt name would be ignored with a warning), and the versions are requirements-hub's."""
+    script = r"""
+import json, sys
+from importlib.metadata import version
+from jupyterhub.app import JupyterHub
+from jupyterhub.auth import Authenticator, PAMAuthenticator
+from jupyterhub.proxy import ConfigurableHTTPProxy
+from jupyterhub.spawner import LocalProcessSpawner, Spawner
+app = JupyterHub()
+app.load_config_file(sys.argv[1])
+classes = {k.__name__: k for k in (JupyterHub, Authenticator, PAMAuthenticator,
+                                   ConfigurableHTTPProxy, LocalProcessSpawner, Spawner)}
+unknown = [f"{s}.{t}" for s, values in app.config.items() for t in values
+           if s not in classes or t not in classes[s].class_trait_names(config=True)]
+PAMAuthenticator(config=app.config), LocalProcessSpawner(config=app.config)  # values validate
+print(json.dumps({"unknown": unknown, "versions": {n: version(n) for n in sys.argv[2:]}}))
+"""
+    pins = _pins(ROOT / "requirements-hub.txt")
+    env = dict(os.environ, LESSONLIB_HUB_STATE=str(tmp_path / "state"))
+    out = subprocess.run([str(HUB_VENV / "bin" / "python"), "-c", script, str(CONFIG), *pins],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["unknown"] == []
+    assert {n: v for n, v in got["versions"].items()} == pins
+
+
+# ------------------------------------------------------------------ Zero to JupyterHub (parsed only)
+
+
+def _bytes(quantity):
+    number, unit = re.fullmatch(r"([\d.]+)([KMGT]i?)?", str(quantity)).groups()
+    return float(number) * {None: 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10,
+                            "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[unit]
+
+
+def test_the_z2jh_config_has_what_it_relies_on():
+    cfg = yaml.safe_load((Z2JH / "config.yaml").read_text())
+    single = cfg["singleuser"]
+    assert single["image"]["name"] and single["image"]["tag"] not in ("", "latest")
+    assert single["defaultUrl"] == "/lab"
+    assert isinstance(single["uid"], int) and isinstance(single["fsGid"], int)
+    assert 0 < _bytes(single["memory"]["guarantee"]) <= _bytes(single["memory"]["limit"])
+    assert 0 < single["cpu"]["guarantee"] <= single["cpu"]["limit"]
+    volumes = {v["name"]: v for v in single["storage"]["extraVolumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in single["storage"]["extraVolumeMounts"]}
+    assert mounts == {"nbgrader-exchange": EXCHANGE}
+    assert volumes["nbgrader-exchange"]["persistentVolumeClaim"]["claimName"]
+    assert cfg["cull"]["enabled"] is True and cfg["cull"]["timeout"] == 3600
+    assert cfg["hub"]["config"]["Authenticator"]["admin_users"]
+    assert cfg["proxy"]["https"]["enabled"] is True
+    assert EXCHANGE in (IMAGE / "postBuild").read_text()  # the image's nbgrader_config.py
+    assert EXCHANGE in (ROOT / "instructors" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("script", ["postBuild", "start"])
+def test_the_image_scripts_stop_on_the_first_error(script):
+    path = IMAGE / script
+    lines = path.read_text().splitlines()
+    assert lines[0] == "#!/bin/bash" and re.fullmatch(r"set -[a-z]*e[a-z]* ?.*", lines[1]), lines[:2]
+    assert os.access(path, os.X_OK)
+    subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+def test_the_start_script_syncs_the_notebooks_with_workspace_py_and_execs_the_server():
+    text = (IMAGE / "start").read_text()
+    assert "workspace.sync(" in text and text.rstrip().endswith('exec "$@"')
+    assert "scripts/workspace.py" in (IMAGE / "postBuild").read_text()
+
+
+def test_the_image_pins_a_supported_python_and_the_tested_requirements():
+    m = re.fullmatch(r"python-(\d+\.\d+)", (IMAGE / "runtime.txt").read_text().strip())
+    assert m, "runtime.txt: repo2docker wants python-X.Y"
+    supported = re.search(r'requires-python = "([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert m.group(1) + ".0" in SpecifierSet(supported.group(1))
+    text = (IMAGE / "requirements.txt").read_text()
+    included = re.findall(r"^-r (\S+)$", text, flags=re.M)
+    assert included == ["../requirements.txt", "../requirements-grading.txt",
+                        "../requirements-hub.txt"]
+    for p in included:  # repo2docker reads binder/requirements.txt: binder/../x is the root's x
+        target = (ROOT / "binder" / p).resolve()
+        assert target.parent == ROOT and target.exists()
+    assert _pins(IMAGE / "requirements.txt") == {}  # nothing beyond the tested files
+    torch = next(l for l in (ROOT / "requirements.txt").read_text().splitlines()
+                 if l.startswith("torch=="))
+    assert ";" in torch  # the platform markers come along
+
+
+# ------------------------------------------------------------------ the live hub (root)
+
+
+def _free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _wait(what, check, timeout_s):
+    """check() until it returns something true, at most timeout_s; fails saying what."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not within {timeout_s} s")
+
+
+def _run_add_students(*args):
+    return subprocess.run([str(ADD_STUDENTS), *args], capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture
+def student(tmp_path):
+    """A student made by add-students.sh with a known password; removed with --remove after."""
+    name = f"llhub{secrets.token_hex(3)}"
+    names, passwords = tmp_path / "names.txt", tmp_path / "passwords.txt"
+    names.write_text(f"# a test student\n{name}\n")
+    password = secrets.token_urlsafe(16)
+    passwords.write_text(f"{name}:{password}\n")
+    passwords.chmod(0o600)
+    try:
+        made = _run_add_students("--passwords", str(passwords), str(names))
+        assert made.returncode == 0, made.stderr
+        yield {"name": name, "password": password, "made": made, "names": names}
+    finally:
+        removed = _run_add_students("--remove", str(names))
+        assert removed.returncode == 0, removed.stderr
+        assert subprocess.run(["id", name], capture_output=True).returncode != 0
+
+
+class Hub:
+    """jupyterhub -f deploy/hub/jupyterhub_config.py from .venv-hub on free loopback ports."""
+
+    def __init__(self, state):
+        self.state, self.log = state, state.parent / "hub.log"
+        port, api, proxy_api = _free_ports(3)
+        self.url = f"http://127.0.0.1:{port}"
+        self.env = dict(os.environ, LESSONLIB_HUB_STATE=str(state), LESSONLIB_HUB_PORT=str(port),
+                        LESSONLIB_HUB_API_PORT=str(api), LESSONLIB_HUB_PROXY_API_PORT=str(proxy_api))
+        self.proc = None
+
+    def start(self):
+        self.state.mkdir(exist_ok=True)
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(
+                [str(HUB_VENV / "bin" / "jupyterhub"), "-f", str(CONFIG)], cwd=self.state,
+                env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait(f"the hub answering on {self.url} (log: {self.tail()})", self._healthy, 90)
+
+    def _healthy(self):
+        assert self.proc.poll() is None, f"the hub exited: {self.tail()}"
+        try:
+            return requests.get(f"{self.url}/hub/health", timeout=5).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    def tail(self, n=3000):
+        return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
+
+    def stop(self):
+        """SIGTERM (the hub stops the students' servers, the culler and the proxy), then
+        SIGKILL to its process group past 60 s; a proxy left behind is ended by its pid file."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        pid_file = self.state / "proxy.pid"
+        if pid_file.exists():
+            pid = int(pid_file.read_text().strip() or 0)
+            cmdline = Path(f"/proc/{pid}/cmdline")
+            if pid and cmdline.exists() and b"configurable-http-proxy" in cmdline.read_bytes():
+                os.kill(pid, signal.SIGKILL)
+        return self.proc.returncode if self.proc is not None else None
+
+
+@pytest.fixture
+def hub(tmp_path, student):
+    h = Hub(tmp_path / "state")
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+def _xsrf(session, path):
+    return {"X-XSRFToken": session.cookies.get("_xsrf", path=path)}
+
+
+def _spawn_and_wait(s, url, name):
+    """The student's server started through the hub's API, ready within 180 s."""
+    r = s.post(f"{url}/hub/api/users/{name}/server", headers=_xsrf(s, "/hub/"), timeout=200)
+    assert r.status_code in (201, 202), r.text
+
+    def ready():
+        servers = s.get(f"{url}/hub/api/users/{name}", headers=_xsrf(s, "/hub/"),
+                        timeout=30).json()["servers"]
+        return servers.get("", {}).get("ready")
+    _wait(f"{name}'s server ready", ready, 180)
+
+
+def _run_in_kernel(s, url, name, code):
+    """Start a kernel on the student's server and run code there: its stdout."""
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    base, ux = f"{url}/user/{name}", _xsrf(s, f"/user/{name}/")
+    kernel = s.post(f"{base}/api/kernels", headers=ux, json={"name": "python3"}, timeout=60)
+    assert kernel.status_code == 201, kernel.text
+    cookies = "; ".join(f"{c.name}={c.value}" for c in s.cookies
+                        if c.path in ("/", f"/user/{name}/"))
+    ws_url = f"{base.replace('http', 'ws', 1)}/api/kernels/{kernel.json()['id']}/channels"
+
+    async def execute():
+        ws = await websocket_connect(HTTPRequest(ws_url, headers={"Cookie": cookies, **ux}))
+        msg_id = uuid.uuid4().hex
+        await ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": name,
+                       "session": uuid.uuid4().hex, "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False,
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+        out = []
+        while True:
+            msg = json.loads(await asyncio.wait_for(ws.read_message(), 120))
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                raise AssertionError(f"the kernel raised: {msg['content']}")
+            elif msg["msg_type"] == "execute_reply":
+                ws.close()
+                return "".join(out)
+    return asyncio.run(execute())
+
+
+def _notebooks_served(s, url, name):
+    r = s.get(f"{url}/user/{name}/api/contents/my-notebooks", headers=_xsrf(s, f"/user/{name}/"),
+              timeout=60)
+    assert r.status_code == 200, r.text
+    return {item["name"] for item in r.json()["content"]}
+
+
+@live
+def test_a_student_logs_in_gets_jupyterlab_with_the_course_and_keeps_it_across_a_restart(
+        student, hub):
+    name = student["name"]
+    course = {p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
+    account = subprocess.run(["getent", "passwd", name], capture_output=True, text=True).stdout
+    uid, home = int(account.split(":")[2]), Path(account.strip().split(":")[5])
+    groups = subprocess.run(["id", "-nG", name], capture_output=True, text=True).stdout.split()
+    assert "lessonlib-students" in groups
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    work = home / "my-notebooks"
+    assert {p.name for p in work.glob("*.ipynb")} == course
+    assert all(p.stat().st_uid == uid for p in [work, *work.rglob("*")])
+    assert f"{name}:" not in student["made"].stdout  # its password came from the file
+    again = _run_add_students(str(student["names"]))  # idempotent: nothing made twice
+    assert again.returncode == 0 and again.stdout == "" and "account there" in again.stderr
+
+    hub.start()
+    s = requests.Session()
+    s.get(f"{hub.url}/hub/login", timeout=30)
+    login = {"username": name, "_xsrf": s.cookies["_xsrf"]}
+    wrong = s.post(f"{hub.url}/hub/login", data={**login, "password": "not-it"},
+                   allow_redirects=False, timeout=60)
+    assert wrong.status_code == 403 and "jupyterhub-session-id" not in s.cookies
+    r = s.post(f"{hub.url}/hub/login", data={**login, "password": student["password"]},
+               allow_redirects=False, timeout=60)
+    assert r.status_code == 302, hub.tail()
+    _spawn_and_wait(s, hub.url, name)
+    lab = s.get(f"{hub.url}/user/{name}/lab", timeout=60)  # through the hub's OAuth redirects
+    assert lab.status_code == 200 and lab.url == f"{hub.url}/user/{name}/lab"
+    assert "jupyter-config-data" in lab.text and "JupyterLab" in lab.text
+    assert course <= _notebooks_served(s, hub.url, name)
+    ran = _run_in_kernel(s, hub.url, name, "import os, sys, lessonlib\n"
+                                           "print(os.getuid(), sys.prefix, os.getcwd())")
+    assert ran.split() == [str(uid), str(HUB_VENV), str(home)]
+    edit = s.put(f"{hub.url}/user/{name}/api/contents/my-notebooks/notes.txt",
+                 headers=_xsrf(s, f"/user/{name}/"), timeout=60,
+                 json={"type": "file", "format": "text", "content": "KV cache: 2 x layers"})
+    assert edit.status_code in (200, 201), edit.text
+    assert (work / "notes.txt").stat().st_uid == uid
+
+    assert hub.stop() == 0, hub.tail()
+    _wait(f"{name}'s processes gone with the hub",
+          lambda: subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 1, 30)
+    hub.start()
+    me = s.get(f"{hub.url}/hub/api/user", headers=_xsrf(s, "/hub/"), timeout=30)
+    assert me.status_code == 200 and me.json()["name"] == name  # cookie secret and user kept
+    _spawn_and_wait(s, hub.url, name)
+    # a new server: the page's OAuth redirects give the browser its new server cookie
+    lab = s.get(f"{hub.url}/user/{name}/lab", timeout=60)
+    assert lab.status_code == 200 and lab.url == f"{hub.url}/user/{name}/lab"
+    assert course | {"notes.txt"} <= _notebooks_served(s, hub.url, name)
+    notes = s.get(f"{hub.url}/user/{name}/api/contents/my-notebooks/notes.txt",
+                  headers=_xsrf(s, f"/user/{name}/"), timeout=60)
+    assert notes.json()["content"] == "KV cache: 2 x layers"
+    assert hub.tail(10**7).count("Starting managed service idle-culler") == 2
+    assert hub.stop() == 0, hub.tail()
