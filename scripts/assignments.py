@@ -439,6 +439,9 @@ def build(course=DEFAULT_COURSE, notebooks=None, db_url=None, timeout=TIMEOUT_S)
         shutil.rmtree(course / sub, ignore_errors=True)
     db_url = db_url or f"sqlite:///{course / 'gradebook.db'}"
     course.mkdir(parents=True, exist_ok=True)
+    # The gradebook, every submission and feedback, the grades and the reference solutions live
+    # here: no access for other accounts (a hub's students), whatever the home folder's mode.
+    course.chmod(course.stat().st_mode & 0o7770)
     (course / "nbgrader_config.py").write_text(CONFIG.format(
         scripts=str(ROOT / "scripts"), course_id=COURSE_ID, root=str(course), db_url=db_url,
         timeout=int(timeout)))
