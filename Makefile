@@ -81,7 +81,7 @@ docs: $(STAMP)
 # reason (only what this platform or profile lacks skips; under CI=true nothing else may).
 unit: $(STAMP)
 	MPLBACKEND=Agg TRITON_INTERPRET=1 $(PY) -m pytest tests -n $(JOBS) --ignore=tests/browser \
-	  --ignore=tests/test_assignments.py -q -rs
+	  --ignore=tests/test_assignments.py --ignore=tests/test_exchange.py -q -rs
 
 # Every notebook, strictly, against its committed outputs. MPLBACKEND is not exported to kernels.
 nbval: $(STAMP)
@@ -149,9 +149,10 @@ $(GRADING)/.installed: requirements-grading.txt $(STAMP)
 	@touch $@
 
 # The grading tests: a temporary course from every notebook, synthetic submissions autograded
-# (about 5 minutes on 2 cores; tests/test_assignments.py).
+# (about 5 minutes on 2 cores; tests/test_assignments.py), then nbgrader's exchange end to end
+# with real UNIX accounts (as root; about 2 minutes; tests/test_exchange.py).
 grading: $(GRADING)/.installed
-	TRITON_INTERPRET=1 $(GRADING_PY) -m pytest tests/test_assignments.py -q -rs
+	TRITON_INTERPRET=1 $(GRADING_PY) -m pytest tests/test_assignments.py tests/test_exchange.py -q -rs
 
 # The nbgrader course folder from notebooks/: source/ with the reference solutions, release/ for
 # students. make assignments [COURSE=build/course] [DB=postgresql://...]
