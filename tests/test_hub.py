@@ -19,12 +19,9 @@ import json
 import os
 import re
 import secrets
-import signal
-import socket
 import stat
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -34,14 +31,12 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from traitlets.config.loader import PyFileConfigLoader
 
-ROOT = Path(__file__).resolve().parents[1]
-HUB_DIR = ROOT / "deploy" / "hub"
-CONFIG = HUB_DIR / "jupyterhub_config.py"
-ADD_STUDENTS = HUB_DIR / "add-students.sh"
-PROXY = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+from hub_support import (ADD_STUDENTS, CONFIG, HUB_DIR, HUB_VENV, PROXY, ROOT, Hub, login,
+                         run_add_students, server_cookies, spawn_and_wait, students, wait_for,
+                         xsrf)
+
 Z2JH = ROOT / "deploy" / "z2jh"
 IMAGE = Z2JH / "image"
-HUB_VENV = Path(os.environ.get("LESSONLIB_HUB_VENV", ROOT / ".venv-hub")).resolve()
 EXCHANGE = "/usr/local/share/nbgrader/exchange"  # instructors/README.md's Exchange.root
 PIN = re.compile(r"([A-Za-z0-9_.\-]+)==([0-9][^\s;]*)")
 
@@ -294,96 +289,13 @@ def test_the_image_pins_a_supported_python_and_the_tested_requirements():
 # ------------------------------------------------------------------ the live hub (root)
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def _wait(what, check, timeout_s):
-    """check() until it returns something true, at most timeout_s; fails saying what."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"{what}: not within {timeout_s} s")
-
-
-def _run_add_students(*args):
-    return subprocess.run([str(ADD_STUDENTS), *args], capture_output=True, text=True, timeout=180)
-
-
 @pytest.fixture
 def student(tmp_path):
     """A student made by add-students.sh with a known password; removed with --remove after."""
     name = f"llhub{secrets.token_hex(3)}"
-    names, passwords = tmp_path / "names.txt", tmp_path / "passwords.txt"
-    names.write_text(f"# a test student\n{name}\n")
-    password = secrets.token_urlsafe(16)
-    passwords.write_text(f"{name}:{password}\n")
-    passwords.chmod(0o600)
-    try:
-        made = _run_add_students("--passwords", str(passwords), str(names))
-        assert made.returncode == 0, made.stderr
-        yield {"name": name, "password": password, "made": made, "names": names}
-    finally:
-        removed = _run_add_students("--remove", str(names))
-        assert removed.returncode == 0, removed.stderr
-        assert subprocess.run(["id", name], capture_output=True).returncode != 0
-
-
-class Hub:
-    """jupyterhub -f deploy/hub/jupyterhub_config.py from .venv-hub on free loopback ports."""
-
-    def __init__(self, state):
-        self.state, self.log = state, state.parent / "hub.log"
-        port, api, proxy_api = _free_ports(3)
-        self.url = f"http://127.0.0.1:{port}"
-        self.env = dict(os.environ, LESSONLIB_HUB_STATE=str(state), LESSONLIB_HUB_PORT=str(port),
-                        LESSONLIB_HUB_API_PORT=str(api), LESSONLIB_HUB_PROXY_API_PORT=str(proxy_api))
-        self.proc = None
-
-    def start(self):
-        self.state.mkdir(exist_ok=True)
-        with open(self.log, "a") as log:
-            self.proc = subprocess.Popen(
-                [str(HUB_VENV / "bin" / "jupyterhub"), "-f", str(CONFIG)], cwd=self.state,
-                env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait(f"the hub answering on {self.url} (log: {self.tail()})", self._healthy, 90)
-
-    def _healthy(self):
-        assert self.proc.poll() is None, f"the hub exited: {self.tail()}"
-        try:
-            return requests.get(f"{self.url}/hub/health", timeout=5).status_code == 200
-        except requests.ConnectionError:
-            return False
-
-    def tail(self, n=3000):
-        return self.log.read_text(errors="replace")[-n:] if self.log.exists() else ""
-
-    def stop(self):
-        """SIGTERM (the hub stops the students' servers, the culler and the proxy), then
-        SIGKILL to its process group past 60 s; a proxy left behind is ended by its pid file."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        pid_file = self.state / "proxy.pid"
-        if pid_file.exists():
-            pid = int(pid_file.read_text().strip() or 0)
-            cmdline = Path(f"/proc/{pid}/cmdline")
-            if pid and cmdline.exists() and b"configurable-http-proxy" in cmdline.read_bytes():
-                os.kill(pid, signal.SIGKILL)
-        return self.proc.returncode if self.proc is not None else None
+    with students(tmp_path, [name]) as made:
+        yield {"name": name, "password": made["passwords"][name], "made": made["made"],
+               "names": made["names"]}
 
 
 @pytest.fixture
@@ -395,32 +307,15 @@ def hub(tmp_path, student):
         h.stop()
 
 
-def _xsrf(session, path):
-    return {"X-XSRFToken": session.cookies.get("_xsrf", path=path)}
-
-
-def _spawn_and_wait(s, url, name):
-    """The student's server started through the hub's API, ready within 180 s."""
-    r = s.post(f"{url}/hub/api/users/{name}/server", headers=_xsrf(s, "/hub/"), timeout=200)
-    assert r.status_code in (201, 202), r.text
-
-    def ready():
-        servers = s.get(f"{url}/hub/api/users/{name}", headers=_xsrf(s, "/hub/"),
-                        timeout=30).json()["servers"]
-        return servers.get("", {}).get("ready")
-    _wait(f"{name}'s server ready", ready, 180)
-
-
 def _run_in_kernel(s, url, name, code):
     """Start a kernel on the student's server and run code there: its stdout."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    base, ux = f"{url}/user/{name}", _xsrf(s, f"/user/{name}/")
+    base, ux = f"{url}/user/{name}", xsrf(s, f"/user/{name}/")
     kernel = s.post(f"{base}/api/kernels", headers=ux, json={"name": "python3"}, timeout=60)
     assert kernel.status_code == 201, kernel.text
-    cookies = "; ".join(f"{c.name}={c.value}" for c in s.cookies
-                        if c.path in ("/", f"/user/{name}/"))
+    cookies = server_cookies(s, name)
     ws_url = f"{base.replace('http', 'ws', 1)}/api/kernels/{kernel.json()['id']}/channels"
 
     async def execute():
@@ -448,7 +343,7 @@ def _run_in_kernel(s, url, name, code):
 
 
 def _notebooks_served(s, url, name):
-    r = s.get(f"{url}/user/{name}/api/contents/my-notebooks", headers=_xsrf(s, f"/user/{name}/"),
+    r = s.get(f"{url}/user/{name}/api/contents/my-notebooks", headers=xsrf(s, f"/user/{name}/"),
               timeout=60)
     assert r.status_code == 200, r.text
     return {item["name"] for item in r.json()["content"]}
@@ -468,20 +363,16 @@ def test_a_student_logs_in_gets_jupyterlab_with_the_course_and_keeps_it_across_a
     assert {p.name for p in work.glob("*.ipynb")} == course
     assert all(p.stat().st_uid == uid for p in [work, *work.rglob("*")])
     assert f"{name}:" not in student["made"].stdout  # its password came from the file
-    again = _run_add_students(str(student["names"]))  # idempotent: nothing made twice
+    again = run_add_students(str(student["names"]))  # idempotent: nothing made twice
     assert again.returncode == 0 and again.stdout == "" and "account there" in again.stderr
 
     hub.start()
     s = requests.Session()
-    s.get(f"{hub.url}/hub/login", timeout=30)
-    login = {"username": name, "_xsrf": s.cookies["_xsrf"]}
-    wrong = s.post(f"{hub.url}/hub/login", data={**login, "password": "not-it"},
-                   allow_redirects=False, timeout=60)
+    wrong = login(s, hub.url, name, "not-it")
     assert wrong.status_code == 403 and "jupyterhub-session-id" not in s.cookies
-    r = s.post(f"{hub.url}/hub/login", data={**login, "password": student["password"]},
-               allow_redirects=False, timeout=60)
+    r = login(s, hub.url, name, student["password"])
     assert r.status_code == 302, hub.tail()
-    _spawn_and_wait(s, hub.url, name)
+    spawn_and_wait(s, hub.url, name)
     lab = s.get(f"{hub.url}/user/{name}/lab", timeout=60)  # through the hub's OAuth redirects
     assert lab.status_code == 200 and lab.url == f"{hub.url}/user/{name}/lab"
     assert "jupyter-config-data" in lab.text and "JupyterLab" in lab.text
@@ -490,24 +381,24 @@ def test_a_student_logs_in_gets_jupyterlab_with_the_course_and_keeps_it_across_a
                                            "print(os.getuid(), sys.prefix, os.getcwd())")
     assert ran.split() == [str(uid), str(HUB_VENV), str(home)]
     edit = s.put(f"{hub.url}/user/{name}/api/contents/my-notebooks/notes.txt",
-                 headers=_xsrf(s, f"/user/{name}/"), timeout=60,
+                 headers=xsrf(s, f"/user/{name}/"), timeout=60,
                  json={"type": "file", "format": "text", "content": "KV cache: 2 x layers"})
     assert edit.status_code in (200, 201), edit.text
     assert (work / "notes.txt").stat().st_uid == uid
 
     assert hub.stop() == 0, hub.tail()
-    _wait(f"{name}'s processes gone with the hub",
+    wait_for(f"{name}'s processes gone with the hub",
           lambda: subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 1, 30)
     hub.start()
-    me = s.get(f"{hub.url}/hub/api/user", headers=_xsrf(s, "/hub/"), timeout=30)
+    me = s.get(f"{hub.url}/hub/api/user", headers=xsrf(s, "/hub/"), timeout=30)
     assert me.status_code == 200 and me.json()["name"] == name  # cookie secret and user kept
-    _spawn_and_wait(s, hub.url, name)
+    spawn_and_wait(s, hub.url, name)
     # a new server: the page's OAuth redirects give the browser its new server cookie
     lab = s.get(f"{hub.url}/user/{name}/lab", timeout=60)
     assert lab.status_code == 200 and lab.url == f"{hub.url}/user/{name}/lab"
     assert course | {"notes.txt"} <= _notebooks_served(s, hub.url, name)
     notes = s.get(f"{hub.url}/user/{name}/api/contents/my-notebooks/notes.txt",
-                  headers=_xsrf(s, f"/user/{name}/"), timeout=60)
+                  headers=xsrf(s, f"/user/{name}/"), timeout=60)
     assert notes.json()["content"] == "KV cache: 2 x layers"
     assert hub.tail(10**7).count("Starting managed service idle-culler") == 2
     assert hub.stop() == 0, hub.tail()
