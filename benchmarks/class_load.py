@@ -6,6 +6,7 @@ press its sliders at a student's pace; what it costs the machine (as root, loopb
         [--out benchmarks/class_load_results.json]
     .venv/bin/python benchmarks/class_load.py --small     # N = 1, notebook 11: a smoke run
     .venv/bin/python benchmarks/class_load.py --dry-run   # no hub, no root: the plan, the cells
+    .venv/bin/python benchmarks/class_load.py --cells-memory 10  # one local kernel, per cell
 
 What it does, bounded in count (the sizes given) and in time (every wait has a limit; the whole
 run stops starting new sizes past --deadline-s):
@@ -632,6 +633,31 @@ def notebook_path(spec):
     return found[0]
 
 
+def cells_memory(nb_path, timeout_s=600):
+    """One local kernel (jupyter_client, this user, no hub) runs the notebook's code cells in
+    order; after each, the kernel's VmRSS and VmHWM: what each cell adds to a kernel's memory.
+    A list of (cell index, status, seconds, rss MiB, hwm MiB, first line)."""
+    from jupyter_client.manager import start_new_kernel
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(nb_path.parent))
+    pid = km.provisioner.process.pid
+    rows = []
+
+    def mem():
+        st = parse_status(_read(f"/proc/{pid}/status") or "")
+        return _mib(st.get("rss")), _mib(st.get("hwm"))
+    try:
+        rows.append((None, "started", 0.0, *mem(), "(the kernel, before any cell)"))
+        for i, code in enumerate(code_cells(nb_path)):
+            t0 = time.perf_counter()
+            reply = kc.execute_interactive(code, timeout=timeout_s, output_hook=lambda m: None)
+            rows.append((i, reply["content"]["status"], time.perf_counter() - t0, *mem(),
+                         code.splitlines()[0][:60] if code.strip() else ""))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return rows
+
+
 def _uid(name):
     import pwd
     return pwd.getpwnam(name).pw_uid
@@ -873,7 +899,17 @@ def main(argv=None):
                     help="a smoke run: N = 1, notebook 11, 5 s of presses")
     ap.add_argument("--dry-run", action="store_true",
                     help="no hub, no root: print the plan, each notebook's cells and the machine")
+    ap.add_argument("--cells-memory", metavar="NB",
+                    help="no hub, no root: one local kernel runs notebook NB; its memory after "
+                         "each cell")
     args = ap.parse_args(argv)
+    if args.cells_memory:
+        print("| cell | status | s | RSS MiB | peak (VmHWM) MiB | first line |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for i, status, s, rss, hwm, line in cells_memory(notebook_path(args.cells_memory)):
+            print(f"| {'-' if i is None else i} | {status} | {s:.1f} | {_fmt(rss)} | "
+                  f"{_fmt(hwm)} | `{line}` |")
+        return 0
     if args.small:
         args.students, args.notebooks, args.press_seconds = "1", "11", 5.0
     sizes = sorted({int(x) for x in args.students.split(",")})

@@ -224,3 +224,19 @@ def test_dry_run_needs_no_root_and_no_hub():
     assert "sizes [1, 5], notebooks ['06_sliding_windows_and_sinks', " \
            "'10_real_model_long_context']" in out.stdout
     assert "# machine: {'cores': " in out.stdout and "code cells" in out.stdout
+
+
+def test_cells_memory_runs_a_notebook_in_one_kernel_and_reads_its_memory(tmp_path):
+    nb = tmp_path / "99_memory.ipynb"
+    nb.write_text(json.dumps({"cells": [
+        {"cell_type": "markdown", "source": ["# not run"], "metadata": {}},
+        {"cell_type": "code", "source": ["x = bytearray(64 * 2**20)\n", "x[::4096] = b'1' * len(x[::4096])"],
+         "metadata": {}, "outputs": [], "execution_count": None},
+        {"cell_type": "code", "source": ["del x"], "metadata": {}, "outputs": [],
+         "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    rows = bench.cells_memory(nb, timeout_s=60)
+    assert [r[:2] for r in rows] == [(None, "started"), (0, "ok"), (1, "ok")]
+    (_, _, _, rss0, _, _), (_, _, _, rss1, hwm1, line), (_, _, _, rss2, hwm2, _) = rows
+    assert rss1 - rss0 >= 60 and line.startswith("x = bytearray")  # 64 MiB touched
+    # freed, and the peak stays (VmHWM follows VmRSS within the kernel's counter batching)
+    assert rss2 < rss1 - 30 and hwm2 > rss1 - 2 and hwm1 > rss1 - 2
