@@ -13,8 +13,8 @@
 #     its owner only), or else a random one, printed once on standard output as "name:password"
 #     and kept nowhere else: hand it to the student (progress goes to standard error);
 #   - the course notebooks in ~/my-notebooks, copied by scripts/workspace.py's sync, as `make lab`
-#     does, run as the student: the copies are theirs, and a link planted in a home cannot steer
-#     root's writes.
+#     does, and the glossary they link to in ~/docs/, run as the student: the copies are theirs,
+#     and a link planted in a home cannot steer root's writes.
 # Run again with the same names, it makes no account twice and prints no new password: it sets
 # only the passwords FILE gives and syncs each student's notebooks with the course (a new
 # notebook copied, one the student never changed updated, an edited one kept and named).
@@ -117,6 +117,10 @@ import workspace  # scripts/workspace.py
 
 for line in workspace.sync(work=Path(sys.argv[2])):
     print(f"add-students: {sys.argv[3]}: ~/my-notebooks: {line}", file=sys.stderr)
+# The notebooks link to ../docs/GLOSSARY.md: the glossary beside my-notebooks, as in the checkout.
+docs = Path(sys.argv[2]).parent / "docs"
+docs.mkdir(exist_ok=True)
+(docs / "GLOSSARY.md").write_bytes((Path(sys.argv[1]).parent / "docs" / "GLOSSARY.md").read_bytes())
 EOF
   ) || die "$n: the account is there, but the course environment or notebooks are not (above)"
 done
