@@ -280,7 +280,8 @@ hub-test: hub-env
 	  -p no:cacheprovider
 
 # requirements.txt resolves from the public index for Linux (x86-64, aarch64), macOS (arm64,
-# x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py).
+# x86-64) and Windows x86-64, Python 3.11-3.13, with a pinned uv (scripts/check_pins.py); so do
+# requirements-grading.txt on top of it everywhere and requirements-hub.txt on Linux only.
 check-pins: $(TOOLS)/bin/uv
 	$(PYTHON) scripts/check_pins.py --uv $(TOOLS)/bin/uv
 

@@ -15,10 +15,15 @@ torch 2.13.0 on Linux) and fails unless the check reports it.
 Linux resolutions leave out the CUDA libraries (scripts/pins-overrides.txt says why), so their
 sizes exclude them; --with-cuda resolves without the overrides, where the index serves them.
 
-The instructors' grading environment (requirements-grading.txt: nbgrader on top of .venv) is
-resolved too, with requirements.txt, for every platform x Python: every grading pin at its
-version, every version of requirements.txt's resolution unchanged (the Makefile installs the
-grading pins with --no-deps on top of .venv), and nothing added that is not pinned there.
+The environments the Makefile installs with --no-deps on top of .venv's packages are resolved
+too, each with requirements.txt, and checked against requirements.txt's resolution alone (the
+same check for both): every pin of the file at its version and none already in .venv's
+resolution, every version of requirements.txt's resolution unchanged, and nothing added that is
+not pinned in the file. Failures name the file ("requirements-hub.txt: ...").
+  - requirements-grading.txt (the instructors' nbgrader): every platform x Python.
+  - requirements-hub.txt (JupyterHub for a class on one machine): the Linux targets only
+    (x86-64 and aarch64, each Python). The hub runs on Linux alone (PAM, UNIX accounts), so
+    macOS and Windows are skipped for it: it is not meant to resolve there.
 """
 import argparse
 import os
@@ -44,6 +49,14 @@ TARGETS = (
 )
 OVERRIDES = ROOT / "scripts" / "pins-overrides.txt"
 GRADING = ROOT / "requirements-grading.txt"
+HUB = ROOT / "requirements-hub.txt"
+# The files installed with --no-deps on top of .venv: {option: (default file, the sys_platforms
+# of TARGETS it is resolved for (None: all), what its table's title adds)}.
+ON_TOP = {
+    "grading": (GRADING, None, ""),
+    "hub": (HUB, ("linux",), " (Linux targets only: PAM, UNIX accounts; macOS and Windows "
+                             "skipped)"),
+}
 NVIDIA = re.compile(r"^(nvidia-|cuda-)")
 
 
@@ -110,25 +123,32 @@ def check(pins, resolved, key, python, overrides=True):
     return errors
 
 
-def check_grading(grading_pins, base, combined):
-    """Errors of the grading resolution ``combined`` (requirements.txt + requirements-grading.txt)
-    against ``base`` (requirements.txt alone): a grading pin not at its version, or already in
-    base; a base version that moved; a package added that requirements-grading.txt lacks."""
+def on_top_for(key, on_top=None):
+    """The files of ``on_top`` ((file, sys_platforms or None) pairs; ON_TOP's defaults if None)
+    that are resolved for the target with runtime.PLATFORMS key ``key``."""
+    if on_top is None:
+        on_top = [(path, platforms) for path, platforms, _ in ON_TOP.values()]
+    return [path for path, platforms in on_top if platforms is None or key[0] in platforms]
+
+
+def check_on_top(label, extra_pins, base, combined):
+    """Errors of the resolution ``combined`` (requirements.txt + the file ``label``, whose pins are
+    ``extra_pins``) against ``base`` (requirements.txt alone), each starting with ``label``: a pin
+    of the file not at its version, or already in base; a base version that moved; a package
+    added that the file lacks."""
     errors = []
-    for name, (version, _) in grading_pins.items():
+    for name, (version, _) in extra_pins.items():
         if name in base:
             errors.append(f"{name} is already in requirements.txt's environment "
-                          f"({base[name][0]}): remove it from requirements-grading.txt")
+                          f"({base[name][0]}): remove it from {label}")
         elif combined.get(name, (None,))[0] != version:
-            errors.append(f"grading pin {name}=={version} resolved to "
-                          f"{combined.get(name, (None,))[0]}")
-    errors += [f"nbgrader moves {n} from {v} to {combined.get(n, (None,))[0]}: the grading "
-               f"environment must keep .venv's versions" for n, (v, _) in base.items()
+            errors.append(f"pin {name}=={version} resolved to {combined.get(name, (None,))[0]}")
+    errors += [f"moves {n} from {v} to {combined.get(n, (None,))[0]}: the environment must keep "
+               f".venv's versions" for n, (v, _) in base.items()
                if combined.get(n, (None,))[0] != v]
-    errors += [f"{n}=={v} is added by the grading environment but not pinned in "
-               f"requirements-grading.txt" for n, (v, _) in combined.items()
-               if n not in base and n not in grading_pins]
-    return errors
+    errors += [f"{n}=={v} is added but not pinned in {label}" for n, (v, _) in combined.items()
+               if n not in base and n not in extra_pins]
+    return [f"{label}: {e}" for e in errors]
 
 
 def self_test(uv, tmp):
@@ -141,12 +161,13 @@ def self_test(uv, tmp):
                          f"the check cannot be trusted (uv said: {err.strip()[:500]})")
     print(f"self-test: the known conflict is caught ({_cause(err)[:110]}...)")
     base, pins = {"jupyterlab": ("4.6.6", 0)}, {"nbgrader": ("0.9.6", None)}
-    caught = check_grading(pins, base, {"jupyterlab": ("4.5.0", 0), "nbgrader": ("0.9.6", 0),
-                                        "alembic": ("1.0", 0)})
+    caught = check_on_top("requirements-grading.txt", pins, base, {
+        "jupyterlab": ("4.5.0", 0), "nbgrader": ("0.9.6", 0), "alembic": ("1.0", 0)})
     if len(caught) != 2:
-        raise SystemExit(f"self-test: the grading check missed a moved or unpinned package: "
-                         f"{caught}")
-    print("self-test: the grading check catches a moved version and an unpinned addition")
+        raise SystemExit(f"self-test: the check of the files on top of requirements.txt missed "
+                         f"a moved or unpinned package: {caught}")
+    print("self-test: the check of the files on top (grading, hub) catches a moved version and "
+          "an unpinned addition")
 
 
 def _cause(stderr):
@@ -159,21 +180,27 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--uv", default="uv", help="the uv executable (make check-pins pins it)")
     ap.add_argument("--requirements", default=str(ROOT / "requirements.txt"))
-    ap.add_argument("--grading", default=str(GRADING),
-                    help="the grading environment's pins, resolved with --requirements")
+    for option, (default, platforms, _) in ON_TOP.items():
+        where = f"on {', '.join(platforms)} only" if platforms else "everywhere"
+        ap.add_argument(f"--{option}", default=str(default),
+                        help=f"the {option} environment's pins, resolved with --requirements "
+                             f"({where})")
     ap.add_argument("--with-cuda", action="store_true",
                     help="resolve Linux without the overrides (sizes include the CUDA libraries)")
     args = ap.parse_args(argv)
     version = subprocess.run([args.uv, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"resolver: {version}; requirements: {os.path.relpath(args.requirements)}")
     pins = our_pins(args.requirements)
-    grading_pins = our_pins(args.grading)
+    # {file: (its pins, the sys_platforms it is resolved for, its table's rows, its title note)}
+    on_top = {getattr(args, option): (our_pins(getattr(args, option)), platforms, [], note)
+              for option, (_, platforms, note) in ON_TOP.items()}
     failures = 0
-    grading_rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        both = Path(tmp) / "requirements-both.txt"
-        both.write_text("".join(f"-r {Path(p).resolve()}\n"
-                                for p in (args.requirements, args.grading)))
+        both = {}  # {file: a requirements file naming requirements.txt and it}
+        for i, path in enumerate(on_top):
+            both[path] = Path(tmp) / f"requirements-both-{i}.txt"
+            both[path].write_text("".join(f"-r {Path(p).resolve()}\n"
+                                          for p in (args.requirements, path)))
         self_test(args.uv, tmp)
         print(f"\n| platform | Python | profile | packages | download MB |\n|---|---|---|---|---|")
         for label, platform, key in TARGETS:
@@ -192,24 +219,29 @@ def main(argv=None):
                 cuda = "" if args.with_cuda or key[0] != "linux" else " + CUDA libraries"
                 print(f"| {label} | {python} | {profile} | {len(resolved)} | {size:,.0f}{cuda} |"
                       + ("".join(f"\n  FAILED: {e}" for e in errors)))
-                grc, gerr, combined = compile_lock(args.uv, both, platform, python, tmp,
-                                                   overrides=not args.with_cuda)
-                gerrors = [_cause(gerr)] if grc else check_grading(grading_pins, resolved,
-                                                                   combined)
-                failures += bool(gerrors)
-                added = sum(s for n, (_, s) in combined.items() if n not in resolved) / 1e6
-                grading_rows.append(f"| {label} | {python} | "
-                                    f"{'FAILED' if gerrors else len(combined) - len(resolved)} | "
-                                    f"{added:,.1f} |" + "".join(f"\n  FAILED: {e}"
-                                                                for e in gerrors))
-        print(f"\n{os.path.relpath(args.grading)} on top of it:\n\n"
-              f"| platform | Python | packages added | download MB |\n|---|---|---|---|")
-        print("\n".join(grading_rows))
+                for path in on_top_for(key, [(p, v[1]) for p, v in on_top.items()]):
+                    name = os.path.basename(path)
+                    grc, gerr, combined = compile_lock(args.uv, both[path], platform, python, tmp,
+                                                       overrides=not args.with_cuda)
+                    gerrors = ([f"{name}: {_cause(gerr)}"] if grc else
+                               check_on_top(name, on_top[path][0], resolved, combined))
+                    failures += bool(gerrors)
+                    added = sum(s for n, (_, s) in combined.items() if n not in resolved) / 1e6
+                    on_top[path][2].append(
+                        f"| {label} | {python} | "
+                        f"{'FAILED' if gerrors else len(combined) - len(resolved)} | "
+                        f"{added:,.1f} |" + "".join(f"\n  FAILED: {e}" for e in gerrors))
+        for path, (_, _, rows, note) in on_top.items():
+            print(f"\n{os.path.relpath(path)} on top of it{note}:\n\n"
+                  f"| platform | Python | packages added | download MB |\n|---|---|---|---|")
+            print("\n".join(rows))
     if failures:
-        print(f"\ncheck-pins: {failures} platform/Python combination(s) failed (above)")
+        print(f"\ncheck-pins: {failures} resolution(s) failed (above)")
         return 1
-    print(f"\ncheck-pins: requirements.txt, and requirements-grading.txt with it, resolve on all "
-          f"{len(TARGETS) * len(PYTHONS)} platform/Python combinations")
+    counts = ", ".join(f"{os.path.basename(p)} with it on {len(rows)}"
+                       for p, (_, _, rows, _) in on_top.items())
+    print(f"\ncheck-pins: requirements.txt resolves on all {len(TARGETS) * len(PYTHONS)} "
+          f"platform/Python combinations, {counts}")
     return 0
 
 

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _support import ROOT
+from _support import ROOT, load_file
 from nbval_requires import requires_of
 from packaging.requirements import Requirement
 
@@ -223,6 +223,111 @@ def test_runtime_imports_without_numpy():
             "print(runtime.pinned_for('triton', 'linux', 'x86_64'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+
+# scripts/check_pins.py (make check-pins): its pure parts, with no uv and no index.
+check_pins = load_file("scripts", "check_pins.py")
+HUB_FILE = "requirements-hub.txt"
+_BASE = {"jupyterlab": ("4.6.6", 1), "tornado": ("6.5.2", 1)}
+_HUB_PINS = {"jupyterhub": ("6.1.1", None), "pamela": ("1.2.0", None)}
+
+
+def _with_hub(**changes):
+    """A resolution of requirements.txt + the hub file: _BASE and _HUB_PINS, then ``changes``
+    (a version, or None to leave the package out)."""
+    combined = dict(_BASE, jupyterhub=("6.1.1", 1), pamela=("1.2.0", 1))
+    combined.update({n: (v, 1) for n, v in changes.items() if v is not None})
+    return {n: v for n, v in combined.items() if changes.get(n, "") is not None}
+
+
+def test_check_on_top_passes_a_resolution_that_adds_exactly_the_pins():
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, _BASE, _with_hub()) == []
+
+
+def test_check_on_top_catches_a_hub_pin_at_a_wrong_version_or_missing():
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, _BASE, _with_hub(jupyterhub="5.3.0")) == [
+        "requirements-hub.txt: pin jupyterhub==6.1.1 resolved to 5.3.0"]
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, _BASE, _with_hub(pamela=None)) == [
+        "requirements-hub.txt: pin pamela==1.2.0 resolved to None"]
+
+
+def test_check_on_top_catches_a_hub_pin_already_in_requirements_txts_resolution():
+    base = dict(_BASE, pamela=("1.2.0", 1))
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, base, _with_hub()) == [
+        "requirements-hub.txt: pamela is already in requirements.txt's environment (1.2.0): "
+        "remove it from requirements-hub.txt"]
+
+
+def test_check_on_top_catches_an_unpinned_addition_and_a_moved_base_version():
+    errors = check_pins.check_on_top(HUB_FILE, _HUB_PINS, _BASE,
+                                     _with_hub(alembic="1.20.1", tornado="6.4"))
+    assert errors == ["requirements-hub.txt: moves tornado from 6.5.2 to 6.4: the environment "
+                      "must keep .venv's versions",
+                      "requirements-hub.txt: alembic==1.20.1 is added but not pinned in "
+                      "requirements-hub.txt"]
+    # the grading file gets the same check, named as its own
+    grading = check_pins.check_on_top("requirements-grading.txt", {"nbgrader": ("0.9.6", None)},
+                                      _BASE, dict(_BASE, nbgrader=("0.9.6", 1), mako=("1.4", 1)))
+    assert grading == ["requirements-grading.txt: mako==1.4 is added but not pinned in "
+                       "requirements-grading.txt"]
+
+
+def test_the_hub_file_is_resolved_only_on_the_linux_targets():
+    on = {platform: check_pins.on_top_for(key) for _, platform, key in check_pins.TARGETS}
+    assert {p for p, files in on.items() if check_pins.HUB in files} == {
+        "x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"}
+    assert all(check_pins.GRADING in files for files in on.values())
+    assert "macOS and Windows" in check_pins.__doc__
+
+
+def _fake_compile(calls):
+    """compile_lock without uv: each file's pins that apply on the target (requirements.txt's,
+    then those of the file on top of it, named by the -r lines of the combined file)."""
+    keys = {platform: key for _, platform, key in check_pins.TARGETS}
+
+    def compile_lock(uv, requirements, platform, python, out_dir, overrides=True):
+        text = Path(requirements).read_text()
+        files = [l[3:] for l in text.splitlines()] if text.startswith("-r ") else [requirements]
+        calls.append((tuple(Path(f).name for f in files), platform, python))
+        resolved = {}
+        for f in files:
+            resolved.update({n: (v, 1) for n, (v, m) in check_pins.our_pins(f).items()
+                             if check_pins._applies(m, keys[platform], python)})
+        return 0, "", resolved
+    return compile_lock
+
+
+def test_check_pins_resolves_the_hub_on_linux_only_and_names_the_file_that_fails(
+        monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(check_pins, "compile_lock", _fake_compile(calls))
+    monkeypatch.setattr(check_pins, "self_test", lambda uv, tmp: None)
+    assert check_pins.main(["--uv", "true"]) == 0
+    out = capsys.readouterr().out
+    hub = [(platform, python) for files, platform, python in calls if HUB_FILE in files]
+    assert sorted(hub) == sorted((p, py) for p in ("x86_64-unknown-linux-gnu",
+                                                   "aarch64-unknown-linux-gnu") for py in PYTHONS)
+    assert sum("requirements-grading.txt" in files for files, _, _ in calls) == 15
+    assert "FAILED" not in out and "requirements.txt resolves on all 15 platform/Python " in out
+    assert "requirements-hub.txt with it on 6" in out
+    assert "requirements-grading.txt with it on 15" in out
+
+    def moves_tornado(*args, **kwargs):  # the hub's resolution moves a base version on aarch64
+        rc, err, resolved = fake(*args, **kwargs)
+        if "aarch64-unknown-linux" in args[2] and HUB_FILE in calls[-1][0]:
+            resolved["jupyterlab"] = ("0.1", 1)
+        return rc, err, resolved
+    calls.clear()
+    fake = _fake_compile(calls)
+    monkeypatch.setattr(check_pins, "compile_lock", moves_tornado)
+    assert check_pins.main(["--uv", "true"]) == 1
+    out = capsys.readouterr().out
+    failed = [l for l in out.splitlines() if "FAILED" in l]
+    assert len(failed) == 2 * len(PYTHONS), out
+    assert all(l.startswith("  FAILED: requirements-hub.txt: moves jupyterlab from ")
+               for l in failed[1::2])
+    assert "check-pins: 3 resolution(s) failed (above)" in out
 
 
 from _bad import Case, bad_input_tests, choices, texts  # noqa: E402
