@@ -273,9 +273,11 @@ hub: hub-env
 	  echo "JupyterHub on $$u/ (students log in with their UNIX password: add-students.sh)"
 	$(HUB)/bin/jupyterhub -f deploy/hub/jupyterhub_config.py
 
-# The hub's tests, the live one included (root): a student made, logged in, served, the hub
-# restarted, the student removed. Fails instead of skipping when the hub's environment is missing.
-hub-test: hub-env
+# The hub's tests, the live ones included (root): a student made, logged in, served, the hub
+# restarted, the student removed; a kernel out of memory and one killed, restarted, the other
+# student untouched; the instructor's gradebook (nbgrader, so GRADING too) whole across a restart.
+# Fails instead of skipping when the hub's environment is missing.
+hub-test: hub-env $(GRADING)/.installed
 	LESSONLIB_HUB=1 LESSONLIB_HUB_VENV=$(abspath $(HUB)) $(PY) -m pytest tests/test_hub.py -q -rs \
 	  -p no:cacheprovider
 

@@ -385,6 +385,8 @@ class Student:
         self.current = None  # the press whose answer is awaited
         self.presses, self.coalesced, self.errors = [], 0, []
         self.cell_errors = []
+        self.outputs = {}  # msg_id -> the stream text an execute_request printed
+        self.statuses = []  # every "restarting" / "dead" the server said, in order
         self.reader = None
         self.client_session = uuid.uuid4().hex
 
@@ -490,13 +492,19 @@ class Student:
         if kind.endswith("_reply") and parent in self.replies:
             if not self.replies[parent].done():
                 self.replies[parent].set_result(msg)
+        elif kind == "stream" and parent in self.outputs:
+            self.outputs[parent].append(msg["content"]["text"])
         elif kind == "status" and msg["content"].get("execution_state") in ("restarting", "dead"):
-            # the server saw the kernel die (killed, out of memory) and says so to the page
+            # the server saw the kernel die (killed, out of memory) and says so to the page,
+            # which shows "Kernel Restarting: the kernel ... appears to have died"
             state = msg["content"]["execution_state"]
             self.errors.append(f"kernel {state}")
+            self.statuses.append(state)
             for fut in [*self.replies.values(), *self.idle.values()]:
                 if not fut.done():
                     fut.set_exception(RuntimeError(f"the kernel died ({state})"))
+                    if fut in self.idle.values():
+                        fut.exception()  # the reply raises it; its idle never comes
         elif kind == "status" and msg["content"].get("execution_state") == "idle":
             if parent in self.idle and not self.idle[parent].done():
                 self.idle[parent].set_result(now)
@@ -535,6 +543,16 @@ class Student:
             await self._send(msg)
         except Exception as e:  # noqa: BLE001 - the socket closed meanwhile
             self.errors.append(f"sending to the canvas: {type(e).__name__}")
+
+    async def execute(self, code, timeout_s):
+        """Run code in the kernel as a cell: (its reply's content, what it printed). Raises
+        RuntimeError if the kernel dies meanwhile (the server says "restarting")."""
+        msg = self._msg("execute_request", {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True})
+        self.outputs[msg["header"]["msg_id"]] = []
+        reply = await self._request(msg, timeout_s)
+        return reply["content"], "".join(self.outputs.pop(msg["header"]["msg_id"]))
 
     async def run_all(self, cells, timeout_s):
         for code in cells:

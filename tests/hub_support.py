@@ -78,12 +78,14 @@ def students(folder, names, comment="a test student", timeout_s=180):
 class Hub:
     """jupyterhub -f deploy/hub/jupyterhub_config.py from .venv-hub on free loopback ports."""
 
-    def __init__(self, state):
+    def __init__(self, state, **settings):
+        """settings: more LESSONLIB_HUB_* variables, by their suffix (MEM_LIMIT="1G")."""
         self.state, self.log = Path(state), Path(state).parent / "hub.log"
         port, api, proxy_api = free_ports(3)
         self.url = f"http://127.0.0.1:{port}"
         self.env = dict(os.environ, LESSONLIB_HUB_STATE=str(state), LESSONLIB_HUB_PORT=str(port),
-                        LESSONLIB_HUB_API_PORT=str(api), LESSONLIB_HUB_PROXY_API_PORT=str(proxy_api))
+                        LESSONLIB_HUB_API_PORT=str(api), LESSONLIB_HUB_PROXY_API_PORT=str(proxy_api),
+                        **{f"LESSONLIB_HUB_{k}": str(v) for k, v in settings.items()})
         self.proc = None
 
     def start(self):

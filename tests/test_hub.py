@@ -11,17 +11,23 @@ student; the hub starts on free loopback ports with a temporary state folder; th
 through the hub's HTTP login with their UNIX password (PAM), their server starts as them and
 serves /user/NAME/lab, the course notebooks are in their home, and a kernel runs as them in the
 shared environment; the hub is stopped and started again, and the student's session, account and
-notebooks (an edit included) are still there; the student is removed. Elsewhere it skips, saying
-why; make hub-test (LESSONLIB_HUB=1) fails instead of skipping.
+notebooks (an edit included) are still there; the student is removed. Reliability: two students
+under a memory limit, one's kernel out of memory and then killed, restarted with the server's
+"restarting" each time, the other's kernel and state untouched; an instructor's gradebook with a
+write half done when the hub stops, whole after the restart. Elsewhere they skip, saying why;
+make hub-test (LESSONLIB_HUB=1) fails instead of skipping.
 """
 import asyncio
 import json
 import os
+import pwd
 import re
 import secrets
+import signal
 import stat
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -30,6 +36,8 @@ import requests
 import yaml
 from packaging.specifiers import SpecifierSet
 from traitlets.config.loader import PyFileConfigLoader
+
+from _support import load_file
 
 from hub_support import (ADD_STUDENTS, CONFIG, HUB_DIR, HUB_VENV, PROXY, ROOT, Hub, login,
                          run_add_students, server_cookies, spawn_and_wait, students, wait_for,
@@ -84,7 +92,7 @@ def load_hub_config(tmp_path, monkeypatch, **env):
     with its state folder in tmp_path and the LESSONLIB_HUB_* variables given."""
     monkeypatch.setenv("LESSONLIB_HUB_STATE", str(tmp_path / "state"))
     for key in ("PORT", "IP", "SSL_CERT", "SSL_KEY", "API_PORT", "PROXY_API_PORT", "GROUP",
-                "ADMINS", "CULL_TIMEOUT"):
+                "ADMINS", "CULL_TIMEOUT", "MEM_LIMIT", "CPU_LIMIT", "RUNTIME"):
         monkeypatch.delenv(f"LESSONLIB_HUB_{key}", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(f"LESSONLIB_HUB_{key}", value)
@@ -115,11 +123,15 @@ def test_the_hub_config_sets_what_the_readme_says(tmp_path, monkeypatch):
     assert c.PAMAuthenticator.service == "login"
     assert c.PAMAuthenticator.allowed_groups == {"lessonlib-students", "lessonlib-instructors"}
     assert c.PAMAuthenticator.admin_groups <= {"lessonlib-instructors"}
-    # each student's server: the shared environment's jupyterhub-singleuser, JupyterLab, home
-    assert c.JupyterHub.spawner_class == "localprocess"
+    # each student's server: the shared environment's jupyterhub-singleuser, JupyterLab, home,
+    # in the student's own control group with 2G and one core (deploy/hub/cgroup_spawner.py)
+    assert c.JupyterHub.spawner_class == "cgroup_spawner.CgroupSpawner"
     assert c.Spawner.cmd == [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
     assert (c.Spawner.default_url, c.Spawner.notebook_dir) == ("/lab", "~")
-    assert "mem_limit" not in c.Spawner and "cpu_limit" not in c.Spawner  # not enforced there
+    assert (c.Spawner.mem_limit, c.Spawner.cpu_limit) == ("2G", 1.0)
+    # kernels on UNIX sockets in a short private folder per student, not racing for TCP ports
+    assert c.Spawner.args == ["--KernelManager.transport=ipc"]
+    assert c.Spawner.pre_spawn_hook.__name__ == "runtime_folder"
     # the idle culler, a managed service with the rights it needs
     (culler,) = c.JupyterHub.services
     assert culler["command"] == [sys.executable, "-m", "jupyterhub_idle_culler",
@@ -139,6 +151,24 @@ def test_the_hub_config_takes_its_ports_group_admins_and_culling_from_the_enviro
     assert "class-a" in c.PAMAuthenticator.allowed_groups
     assert c.Authenticator.admin_users == {"ada", "grace"}
     assert "--timeout=600" in c.JupyterHub.services[0]["command"]
+
+
+@pytest.mark.parametrize("mem, cpu, want", [("1536M", "0.5", ("1536M", 0.5)),
+                                            ("none", "none", (None, None)),
+                                            ("4G", "NONE", ("4G", None))])
+def test_the_limits_come_from_the_environment_and_none_lifts_them(tmp_path, monkeypatch, mem,
+                                                                   cpu, want):
+    c = load_hub_config(tmp_path, monkeypatch, MEM_LIMIT=mem, CPU_LIMIT=cpu)
+    assert (c.Spawner.get("mem_limit"), c.Spawner.get("cpu_limit")) == want
+
+
+@pytest.mark.parametrize("key, value", [("MEM_LIMIT", "2 GB"), ("MEM_LIMIT", "0"),
+                                        ("MEM_LIMIT", "-1G"), ("CPU_LIMIT", "0"),
+                                        ("CPU_LIMIT", "one"), ("CPU_LIMIT", "inf"),
+                                        ("CPU_LIMIT", "nan")])
+def test_a_malformed_limit_is_refused_naming_the_variable(tmp_path, monkeypatch, key, value):
+    with pytest.raises(ValueError, match=f"LESSONLIB_HUB_{key}="):
+        load_hub_config(tmp_path, monkeypatch, **{key: value})
 
 
 def test_the_hub_serves_https_with_a_certificate_and_refuses_plain_http_off_loopback(
@@ -212,7 +242,9 @@ classes = {k.__name__: k for k in (JupyterHub, Authenticator, PAMAuthenticator,
                                    ConfigurableHTTPProxy, LocalProcessSpawner, Spawner)}
 unknown = [f"{s}.{t}" for s, values in app.config.items() for t in values
            if s not in classes or t not in classes[s].class_trait_names(config=True)]
-PAMAuthenticator(config=app.config), LocalProcessSpawner(config=app.config)  # values validate
+from cgroup_spawner import CgroupSpawner  # the config put deploy/hub on sys.path
+assert app.spawner_class is CgroupSpawner and issubclass(CgroupSpawner, LocalProcessSpawner)
+PAMAuthenticator(config=app.config), CgroupSpawner(config=app.config)  # values validate
 print(json.dumps({"unknown": unknown, "versions": {n: version(n) for n in sys.argv[2:]}}))
 """
     pins = _pins(ROOT / "requirements-hub.txt")
@@ -402,3 +434,204 @@ def test_a_student_logs_in_gets_jupyterlab_with_the_course_and_keeps_it_across_a
     assert notes.json()["content"] == "KV cache: 2 x layers"
     assert hub.tail(10**7).count("Starting managed service idle-culler") == 2
     assert hub.stop() == 0, hub.tail()
+
+
+# ------------------------------------------------------------------ reliability (root, live)
+
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+@pytest.fixture
+def two_students(tmp_path):
+    names = [f"llrel{secrets.token_hex(3)}" for _ in range(2)]
+    with students(tmp_path / "class", names) as made:
+        yield [(n, made["passwords"][n]) for n in names]
+
+
+def _server_pid(name):
+    """The student's jupyterhub-singleuser process."""
+    out = subprocess.run(["pgrep", "-u", name, "-f", "jupyterhub-singleuser"],
+                         capture_output=True, text=True).stdout.split()
+    assert len(out) == 1, f"{name}'s servers: {out}"
+    return int(out[0])
+
+
+def _cgroups_of(pid):
+    """{controller: path} from /proc/PID/cgroup (v1: one line per hierarchy)."""
+    out = {}
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(","):
+            out[c or "unified"] = path
+    return out
+
+
+@live
+def test_a_kernel_that_dies_restarts_with_a_message_and_the_other_students_carry_on(
+        tmp_path, two_students):
+    """Two students; A's kernel goes past A's memory limit, then is killed outright. Each time
+    A's server says "restarting" (JupyterLab's "Kernel Restarting" dialog), A gets a fresh
+    kernel that runs code, the hub's log names the overrun, and B's kernel, its state and its
+    computation meanwhile are untouched."""
+    cl = load_file("benchmarks", "class_load.py")
+    cs = load_file("deploy", "hub", "cgroup_spawner.py")
+    version = cs.cgroup_version(CGROUPS)
+    assert version is not None, "the live test needs a cgroup tree (v1 or v2)"
+    hub = Hub(tmp_path / "state", MEM_LIMIT="1G", CPU_LIMIT="0.5")
+    (a, pa), (b, pb) = two_students
+    A, B = (cl.Student(n, p, hub.url, i, 0) for i, (n, p) in enumerate(two_students))
+    notebook = "02_online_softmax.ipynb"
+
+    async def until_back(s, timeout_s=90):
+        """The restarted kernel's pid, once it runs code again."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                _, out = await s.execute("import os; print(os.getpid())", 10)
+                return int(out)
+            except (asyncio.TimeoutError, RuntimeError):
+                if time.monotonic() > deadline:
+                    raise
+
+    async def scenario():
+        await asyncio.gather(asyncio.to_thread(A.login_and_spawn, 180),
+                             asyncio.to_thread(B.login_and_spawn, 180))
+        got = {}
+        for s in (A, B):
+            got[s.name] = {"server": _cgroups_of(_server_pid(s.name))}
+        await asyncio.gather(A.open(notebook, 120), B.open(notebook, 120))
+        reply, out = await B.execute(
+            "import os, json, ipykernel.connect\nstate = 42\n"
+            "f = ipykernel.connect.get_connection_file()\n"
+            "print(os.getpid(), json.load(open(f))['transport'], os.path.dirname(f))", 60)
+        assert reply["status"] == "ok", reply
+        pid_b, transport, runtime = out.split()
+        got["b"] = (int(pid_b), transport, runtime)
+        first_a = await until_back(A)
+        # A fills more than A's 1 GiB while B computes
+        oom, computed = await asyncio.gather(
+            A.execute("x = b'1' * (3 << 30)", 120),
+            B.execute("import numpy as np\nprint(int(np.arange(10**7).sum()))", 120),
+            return_exceptions=True)
+        got["oom"], got["computed"] = oom, computed
+        second_a = await until_back(A)
+        statuses_after_oom = list(A.statuses)
+        os.kill(second_a, signal.SIGKILL)  # killed outright (an instructor's kill, a crash)
+        third_a = await until_back(A)
+        reply, out = await B.execute("print(state, os.getpid())", 60)
+        got["b_after"] = out.split()
+        got["a_pids"] = (first_a, second_a, third_a)
+        got["statuses"] = (statuses_after_oom, list(A.statuses), list(B.statuses))
+        await asyncio.gather(A.close(), B.close())
+        return got
+
+    hub.start()
+    try:
+        got = asyncio.run(scenario())
+        # each server (and so each kernel) in its student's own group, with the limits
+        for name in (a, b):
+            groups = got[name]["server"]
+            mem_key = "memory" if version == 1 else "unified"
+            assert groups[mem_key].endswith(f"/lessonlib-hub/{name}"), groups
+        mem = cs.group_dirs(CGROUPS, version, a)[0]
+        if version == 1:
+            assert int((mem / "memory.limit_in_bytes").read_text()) == 2**30
+            cpu = cs.group_dirs(CGROUPS, version, a)[1]
+            assert (cpu / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        # kernels on UNIX sockets in the student's own runtime folder
+        pid_b, transport, runtime = got["b"]
+        uid_b = int(subprocess.run(["id", "-u", b], capture_output=True, text=True).stdout)
+        assert transport == "ipc" and runtime == f"/run/lessonlib-hub/{uid_b}"
+        assert stat.S_IMODE(os.stat(runtime).st_mode) & 0o777 == 0o700  # (jupyter adds +t)
+        assert os.stat(runtime).st_uid == uid_b
+        # A: out of memory, then killed: "restarting" each time, a fresh kernel each time
+        assert isinstance(got["oom"], RuntimeError) and "restarting" in str(got["oom"])
+        first_a, second_a, third_a = got["a_pids"]
+        assert len({first_a, second_a, third_a}) == 3
+        after_oom, after_kill, of_b = got["statuses"]
+        assert after_oom == ["restarting"] and after_kill == ["restarting", "restarting"]
+        assert cs.oom_kills(CGROUPS, version, a) == 1 and cs.oom_kills(CGROUPS, version, b) == 0
+        # B: its computation during A's overrun right, its kernel and state the same, no restart
+        computed_reply, computed_out = got["computed"]
+        assert computed_reply["status"] == "ok" and computed_out == f"{sum(range(10**7))}\n"
+        assert got["b_after"] == ["42", str(pid_b)] and of_b == []
+        # the instructor reads in the hub's log who went past the limit
+        wait_for("the overrun in the hub's log", lambda: re.search(
+            rf"{a} went past their memory limit \(1073741824 bytes\)", hub.tail(10**7)), 60)
+        assert f"{b} went past" not in hub.tail(10**7)
+    finally:
+        assert hub.stop() == 0, hub.tail()
+    # the students' groups go with their servers
+    assert not any(d.exists() for n in (a, b) for d in cs.group_dirs(CGROUPS, version, n))
+
+
+GRADING = ROOT / ".venv-grading"
+
+
+def _gradebook(path, code):
+    """nbgrader's own Gradebook on path, in .venv-grading (as root): what code prints."""
+    script = (f"from nbgrader.api import Gradebook\ngb = Gradebook('sqlite:///{path}')\n"
+              f"{code}\ngb.close()\n")
+    assert (GRADING / ".installed").exists(), "make grading builds .venv-grading (nbgrader)"
+    env = dict(os.environ, PATH=f"{GRADING / 'bin'}:{os.environ['PATH']}")  # nbgrader's alembic
+    out = subprocess.run([str(GRADING / "bin" / "python"), "-c", script], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@live
+@pytest.mark.skipif(not (GRADING / ".installed").exists() and os.environ.get("LESSONLIB_HUB") != "1",
+                    reason="needs .venv-grading (make grading), for nbgrader's gradebook")
+def test_a_hub_restart_mid_write_leaves_the_instructors_gradebook_whole(tmp_path):
+    """The instructor's gradebook (nbgrader's SQLite file in their course folder) is open in
+    their kernel with a write half done when the hub is stopped: after the restart nbgrader
+    reads every committed grade and not the half-written one, and the file checks whole."""
+    cl = load_file("benchmarks", "class_load.py")
+    name = f"llins{secrets.token_hex(3)}"
+    with students(tmp_path / "staff", [name], comment="a test instructor") as made:
+        subprocess.run(["usermod", "--append", "--groups", "lessonlib-instructors", name],
+                       check=True)
+        home = Path(pwd.getpwnam(name).pw_dir)
+        course = home / "lessonlib" / "build" / "course"
+        course.mkdir(parents=True)
+        book = course / "gradebook.db"
+        _gradebook(book, "gb.add_assignment('02_online_softmax')\n"
+                         "for s in ('ada', 'grace'): gb.add_student(s)")
+        subprocess.run(["chown", "-R", f"{name}:", str(home / "lessonlib")], check=True)
+        book.chmod(0o600)
+        hub = Hub(tmp_path / "state")
+        me = cl.Student(name, made["passwords"][name], hub.url, 0, 0)
+        half_written = (
+            "import sqlite3\n"
+            f"con = sqlite3.connect({str(book)!r}, isolation_level=None)\n"
+            "con.execute(\"INSERT INTO student (id) VALUES ('alan')\")  # committed\n"
+            "con.execute('BEGIN IMMEDIATE')\n"
+            "con.execute(\"INSERT INTO student (id) VALUES ('half-written')\")\n"
+            "print(con.in_transaction)")
+        check = (
+            "import sqlite3\n"
+            f"con = sqlite3.connect({str(book)!r})\n"
+            "print(con.execute('PRAGMA integrity_check').fetchone()[0],"
+            " *sorted(r[0] for r in con.execute('SELECT id FROM student')))")
+
+        async def work(code):
+            await asyncio.to_thread(me.login_and_spawn, 180)
+            await me.open("02_online_softmax.ipynb", 120)
+            reply, out = await me.execute(code, 60)
+            await me.close()
+            return reply["status"], out.split()
+
+        hub.start()
+        try:
+            assert asyncio.run(work(half_written)) == ("ok", ["True"])
+            assert hub.stop() == 0, hub.tail()  # the instructor's server and kernel end with it
+            hub.start()
+            me.session.cookies.clear()
+            me.reset()
+            assert asyncio.run(work(check)) == ("ok", ["ok", "ada", "alan", "grace"])
+        finally:
+            assert hub.stop() == 0, hub.tail()
+        assert _gradebook(book, "print(*sorted(s.id for s in gb.students),"
+                                " *[a.name for a in gb.assignments])").split() == [
+            "ada", "alan", "grace", "02_online_softmax"]

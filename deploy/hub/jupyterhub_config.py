@@ -18,12 +18,18 @@ Settings come from the environment, so that one file serves the instructor's hub
     LESSONLIB_HUB_ADMINS          instructors' login names, comma-separated (or the UNIX group
                                   lessonlib-instructors)
     LESSONLIB_HUB_CULL_TIMEOUT    seconds of inactivity before a student's server is stopped (3600)
+    LESSONLIB_HUB_MEM_LIMIT       each student's memory, server and kernels together (2G; K, M, G,
+                                  T are powers of 1024), enforced; none: no limit
+    LESSONLIB_HUB_CPU_LIMIT       each student's CPU time in cores (1), enforced; none: no limit
+    LESSONLIB_HUB_RUNTIME         where each student's kernels' sockets go (/run/lessonlib-hub)
 
 Nothing here imports jupyterhub: the tests load this file with traitlets' config loader in .venv.
 """
 import grp
 import ipaddress
 import os
+import pwd
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -40,6 +46,9 @@ SSL_KEY = os.environ.get("LESSONLIB_HUB_SSL_KEY", "")
 STUDENTS = os.environ.get("LESSONLIB_HUB_GROUP", "lessonlib-students")
 INSTRUCTORS = "lessonlib-instructors"
 CULL_TIMEOUT_S = int(os.environ.get("LESSONLIB_HUB_CULL_TIMEOUT", "3600"))
+MEM_LIMIT = os.environ.get("LESSONLIB_HUB_MEM_LIMIT", "2G").strip()
+CPU_LIMIT = os.environ.get("LESSONLIB_HUB_CPU_LIMIT", "1").strip()
+RUNTIME = Path(os.environ.get("LESSONLIB_HUB_RUNTIME", "/run/lessonlib-hub"))
 
 
 def state_secret(path):
@@ -115,8 +124,7 @@ c.Authenticator.admin_users = {n.strip() for n in os.environ.get("LESSONLIB_HUB_
                                .split(",") if n.strip()}
 
 # ---- Each student's server: the shared environment's jupyterhub-singleuser, run as the student
-# (LocalProcessSpawner, jupyterhub's default), JupyterLab on their home folder.
-c.JupyterHub.spawner_class = "localprocess"
+# (jupyterhub's LocalProcessSpawner, with limits: below), JupyterLab on their home folder.
 c.Spawner.cmd = [str(HUB_ENV / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
@@ -124,18 +132,78 @@ c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {"PATH": f"{HUB_ENV}:/usr/local/bin:/usr/bin:/bin"}
 c.Spawner.start_timeout = 120  # JupyterLab's first start on a busy 2-core machine
 c.Spawner.http_timeout = 90
-# Memory and CPU limits: LocalProcessSpawner does NOT enforce c.Spawner.mem_limit or
-# c.Spawner.cpu_limit (it only passes them to the server as MEM_LIMIT and CPU_LIMIT), so none is
-# set here: one student's kernel can take the whole machine. On a host run by systemd, the
-# SystemdSpawner (PyPI package jupyterhub-systemdspawner, 1.0.2; install it into .venv-hub) runs
-# each server in its own systemd unit, with cgroup limits that are enforced:
+
+
+def memory_limit(text):
+    """LESSONLIB_HUB_MEM_LIMIT as jupyterhub's mem_limit takes it ("2G"), or None for none."""
+    if text.lower() == "none":
+        return None
+    if not re.fullmatch(r"[1-9][0-9]*(\.[0-9]+)?[KMGT]?", text):
+        raise ValueError(f"LESSONLIB_HUB_MEM_LIMIT={text!r}: a size such as 2G or 1536M "
+                         "(K, M, G, T: powers of 1024), or none")
+    return text
+
+
+def cpu_limit(text):
+    """LESSONLIB_HUB_CPU_LIMIT as a number of cores (0.5, 1, 2), or None for none."""
+    if text.lower() == "none":
+        return None
+    try:
+        cores = float(text)
+    except ValueError:
+        cores = float("nan")
+    if not cores > 0 or cores == float("inf"):
+        raise ValueError(f"LESSONLIB_HUB_CPU_LIMIT={text!r}: a positive number of cores "
+                         "(0.5, 1, 2), or none")
+    return cores
+
+
+# Memory and CPU limits, enforced. LocalProcessSpawner itself does NOT enforce c.Spawner.mem_limit
+# or c.Spawner.cpu_limit (it only passes them to the server as MEM_LIMIT and CPU_LIMIT), so one
+# student's kernel could take the whole machine. CgroupSpawner (cgroup_spawner.py, here) is
+# LocalProcessSpawner that starts each server in the student's own control group with these
+# limits (cgroup v1 or v2; root, as the hub already is): past the memory limit the OOM killer ends
+# that student's kernel, which their server restarts and JupyterLab reports ("Kernel
+# Restarting"), and no one else's. 2G covers the heaviest notebook (10: about 0.85 GiB at its
+# peak, server included; instructors/README.md) with room for a second notebook open.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+c.JupyterHub.spawner_class = "cgroup_spawner.CgroupSpawner"
+if memory_limit(MEM_LIMIT) is not None:
+    c.Spawner.mem_limit = memory_limit(MEM_LIMIT)
+if cpu_limit(CPU_LIMIT) is not None:
+    c.Spawner.cpu_limit = cpu_limit(CPU_LIMIT)
+# On a host run by systemd, systemd's SystemdSpawner (PyPI jupyterhub-systemdspawner 1.0.2; install
+# it into .venv-hub) does the same with a systemd unit per server (not tested here: no systemd):
 #     c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
 #     c.SystemdSpawner.dynamic_users = False     # the real UNIX accounts add-students.sh made
-#     c.SystemdSpawner.mem_limit = "2G"          # the kernel is killed past it (OOM)
-#     c.SystemdSpawner.cpu_limit = 1.0           # one core's worth of CPU time
 #     c.SystemdSpawner.isolate_tmp = True        # a private /tmp per student
 #     c.SystemdSpawner.unit_name_template = "jupyter-{USERNAME}"
-# (Containers without systemd as PID 1, like the machines that test this repository, cannot.)
+
+# Kernels talk to their server over UNIX sockets, not TCP ports on 127.0.0.1. With TCP, servers
+# starting kernels at the same moment pick free ports independently and two can pick the same one
+# ("ZMQError: Address already in use": one kernel in twenty never started at 20 students at once,
+# benchmarks/RESULTS.md); a socket file in the student's own runtime folder cannot collide, and no
+# other account can even connect to it. The folder is short (/run/lessonlib-hub/UID): a socket's
+# path must fit in 107 bytes, and ~/.local/share/jupyter/runtime/kernel-<uuid>-ipc-N under a long
+# home does not.
+c.Spawner.args = ["--KernelManager.transport=ipc"]
+
+
+def runtime_folder(spawner):
+    """Before each spawn (as root): the student's runtime folder, theirs and private, under a
+    root-owned one; its path goes to the server as JUPYTER_RUNTIME_DIR."""
+    account = pwd.getpwnam(spawner.user.name)
+    RUNTIME.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chown(RUNTIME, 0, 0)
+    RUNTIME.chmod(0o755)
+    folder = RUNTIME / str(account.pw_uid)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chown(folder, account.pw_uid, account.pw_gid)
+    folder.chmod(0o700)
+    spawner.environment = {**spawner.environment, "JUPYTER_RUNTIME_DIR": str(folder)}
+
+
+c.Spawner.pre_spawn_hook = runtime_folder
 
 # ---- The idle culler, a service the hub starts and stops with itself: every 10 minutes it
 # stops the servers of students idle for CULL_TIMEOUT_S (their files stay; the next login starts
