@@ -3,7 +3,7 @@ press its sliders at a student's pace; what it costs the machine (as root, loopb
 
     .venv/bin/python benchmarks/class_load.py [--students 1,5,10,20,30] [--notebooks 10,06,11]
         [--press-seconds 20] [--pace 0.5,2.0] [--seed 0] [--deadline-s 2700]
-        [--out benchmarks/class_load_results.json]
+        [--browsers 2] [--overlap] [--out benchmarks/class_load_results.json]
     .venv/bin/python benchmarks/class_load.py --small     # N = 1, notebook 11: a smoke run
     .venv/bin/python benchmarks/class_load.py --dry-run   # no hub, no root: the plan, the cells
     .venv/bin/python benchmarks/class_load.py --cells-memory 10  # one local kernel, per cell
@@ -29,7 +29,14 @@ run stops starting new sizes past --deadline-s):
    initialized; a draw when asked), so the kernel sends frames as it does to a browser; like
    ipywidgets' page, it keeps one update in flight per student and sends the latest value when
    the kernel is idle again (a coalesced press). The browser's decode and paint are not measured
-   (benchmarks/RESULTS.md has them: 10-15 ms);
+   there (benchmarks/RESULTS.md has them: 10-15 ms). With --overlap each student presses as
+   soon as their own Run All is done, while classmates may still be in theirs, and each press
+   notes how many are; the table splits those presses out;
+3b. with --browsers K, K students of each class (never all: one simulated student at least) are
+   real headless Chromiums at a laptop's size (class_load_browser.py): the hub's login page, the
+   "server starting" page, the notebook opened by its URL, Run All from JupyterLab's menu, arrow
+   keys on the first widget's sliders timed in the page from the keydown to the figure's new
+   pixels. They run on the hub's machine, taking CPU a class's laptops would not;
 4. meanwhile, every second, reads /proc: each kernel's and each server's resident memory (the
    processes run as the students; VmRSS and VmHWM, the kernel's peak; PSS, which shares each
    library page among the processes mapping it, every few seconds), the hub's and the proxy's,
@@ -38,7 +45,8 @@ run stops starting new sizes past --deadline-s):
 
 Prints a table and writes JSON (--out) with the machine (cores, memory, CPU model), the command
 and every figure; benchmarks/RESULTS.md and instructors/README.md record a run. Only the Python
-standard library, requests and tornado (both in .venv) are used.
+standard library, requests and tornado (both in .venv) are used, and Playwright with Debian's
+Chromium for --browsers (as the browser tests).
 """
 import argparse
 import asyncio
@@ -234,7 +242,8 @@ def _fmt(x, digits=0):
 
 COLUMNS = ("notebook", "N", "Run All s median / max", "kernel peak MiB median / max",
            "kernel steady RSS / PSS MiB", "server MiB", "GiB per student", "hub / proxy MiB",
-           "presses", "press ms p50 / p90", "broke")
+           "presses", "press ms p50 / p90 (while others Run All)", "browser ms p50 / p90",
+           "broke")
 
 
 def table_rows(runs):
@@ -243,6 +252,8 @@ def table_rows(runs):
     for r in runs:
         ra, peak = r["run_all_s"], r["kernel_hwm_mib"]
         lat = r["latency_ms"]
+        during = r.get("latency_during_run_all_ms") or summary([])  # (runs before --overlap)
+        seen = r.get("browser_ms") or summary([])
         rows.append([
             r["notebook"], str(r["students"]),
             f"{_fmt(ra['median'], 1)} / {_fmt(ra['max'], 1)}",
@@ -252,7 +263,10 @@ def table_rows(runs):
             _fmt(r["gib_per_student"], 2),
             f"{_fmt(r['hub_rss_mib'])} / {_fmt(r['proxy_rss_mib'])}",
             f"{lat['n']}" + (f" ({r['coalesced']} coalesced)" if r.get("coalesced") else ""),
-            f"{_fmt(lat['median'])} / {_fmt(lat['p90'])}",
+            f"{_fmt(lat['median'])} / {_fmt(lat['p90'])}" + (
+                f" ({_fmt(during['median'])} / {_fmt(during['p90'])})" if during["n"] else ""),
+            f"{_fmt(seen['median'])} / {_fmt(seen['p90'])} ({r['browsers']} browsers, "
+            f"{seen['n']} presses)" if seen["n"] else "-",
             "; ".join(r["broke"]) or "-"])
     return rows
 
@@ -376,6 +390,7 @@ class Student:
         self.session = requests.Session()
         self.rng = random.Random(seed * 1_000_003 + index)
         self.uid = None
+        self.browser = None  # a BrowserStudent (class_load_browser.py) drives this one's page
         self.reset()
 
     def reset(self):
@@ -387,6 +402,8 @@ class Student:
         self.cell_errors = []
         self.outputs = {}  # msg_id -> the stream text an execute_request printed
         self.statuses = []  # every "restarting" / "dead" the server said, in order
+        self.class_running = None  # {"n": classmates still in Run All}, read at each press
+        self.browser_presses = []
         self.reader = None
         self.client_session = uuid.uuid4().hex
 
@@ -404,6 +421,26 @@ class Student:
         if lab.status_code != 200:
             raise RuntimeError(f"/user/{self.name}/lab answered {lab.status_code}")
         return {"login_s": t1 - t0, "spawn_s": t2 - t1, "lab_s": time.perf_counter() - t2}
+
+    def login_to_running_server(self):
+        """The hub's login and the server's cookie (a browser started the server): what closing
+        the notebook's session and stopping the server need."""
+        from hub_support import login
+        r = login(self.session, self.url, self.name, self.password)
+        if r.status_code != 302:
+            raise RuntimeError(f"login answered {r.status_code}")
+        lab = self.session.get(f"{self.url}/user/{self.name}/lab", timeout=120)
+        if lab.status_code != 200:
+            raise RuntimeError(f"/user/{self.name}/lab answered {lab.status_code}")
+
+    def find_session(self, notebook):
+        """The session (and kernel) a browser opened for my-notebooks/<notebook>."""
+        from hub_support import xsrf
+        r = self.session.get(f"{self.url}/user/{self.name}/api/sessions", timeout=60,
+                             headers=xsrf(self.session, f"/user/{self.name}/"))
+        for sess in r.json():
+            if sess["path"].endswith(notebook):
+                self.session_id, self.kernel_id = sess["id"], sess["kernel"]["id"]
 
     def stop_server(self):
         from hub_support import xsrf
@@ -591,7 +628,8 @@ class Student:
             "method": "update", "state": {key: value}, "buffer_paths": []}})
         self.current = {"msg_id": msg["header"]["msg_id"], "key": t_key,
                         "sent": time.perf_counter(), "slider": self.sliders[cid].get(
-                            "description", cid)}
+                            "description", cid),
+                        "others_running": self.class_running["n"] if self.class_running else 0}
         self.presses.append(self.current)
         await self._send(msg)
 
@@ -620,10 +658,15 @@ class Student:
             out.append({"answer": None if end is None else 1e3 * (end - p["key"]),
                         "idle": None if "idle" not in p else 1e3 * (p["idle"] - p["key"]),
                         "frame": p.get("frame_kind"), "frame_kb": p.get("frame_bytes", 0) / 1e3,
-                        "slider": p["slider"]})
+                        "slider": p["slider"], "others_running": p["others_running"]})
         return out
 
     async def close(self):
+        if self.browser:
+            try:
+                await self.browser.run(self.browser.leave)
+            except Exception as e:  # noqa: BLE001
+                self.errors.append(f"leaving the page: {type(e).__name__}: {e}")
         if self.reader:
             self.reader.cancel()
         if self.ws:
@@ -736,24 +779,57 @@ async def run_notebook(students, nb_path, args, sampler, spawn=False):
     base = sampler.samples[-1]["available"] if sampler.samples else None
     sampler.phase = f"{len(students)}:{name}:run"
 
+    running = {"n": len(students)}  # students still in their Run All
+
+    async def press(s):
+        if s.browser:
+            s.browser_presses = await s.browser.run(s.browser.press_for, args.press_seconds,
+                                                    args.pace, running)
+        else:
+            await s.press_for(args.press_seconds, args.pace, args.answer_timeout_s)
+
     async def run_one(s):
-        if spawn:
-            try:
-                s.spawn = await asyncio.to_thread(s.login_and_spawn, args.spawn_timeout_s)
-            except Exception as e:
-                s.spawn = e
-                raise
-        t0 = time.perf_counter()
-        await s.open(name, args.kernel_timeout_s)
-        t1 = time.perf_counter()
-        await s.run_all(cells, args.cell_timeout_s)
-        return {"kernel_s": t1 - t0, "run_all_s": time.perf_counter() - t0}
+        s.class_running = running
+        try:
+            if spawn and s.browser:  # the browser logs in and waits for its server
+                try:
+                    t0 = time.perf_counter()
+                    took = await s.browser.run(s.browser.login, args.spawn_timeout_s)
+                    await asyncio.to_thread(s.login_to_running_server)
+                    s.spawn = {"login_s": None, "spawn_s": took["login_and_lab_s"],
+                               "lab_s": time.perf_counter() - t0 - took["login_and_lab_s"]}
+                except Exception as e:
+                    s.spawn = e
+                    raise
+            elif spawn:
+                try:
+                    s.spawn = await asyncio.to_thread(s.login_and_spawn, args.spawn_timeout_s)
+                except Exception as e:
+                    s.spawn = e
+                    raise
+            if s.browser:
+                r = await s.browser.run(s.browser.open_and_run, name, args.run_all_timeout_s)
+                await asyncio.to_thread(s.find_session, name)
+                s.cell_errors.extend(r["problems"])
+                done = {"kernel_s": r["kernel_s"], "run_all_s": r["run_all_s"]}
+            else:
+                t0 = time.perf_counter()
+                await s.open(name, args.kernel_timeout_s)
+                t1 = time.perf_counter()
+                await s.run_all(cells, args.cell_timeout_s)
+                done = {"kernel_s": t1 - t0, "run_all_s": time.perf_counter() - t0}
+        finally:
+            running["n"] -= 1
+        if args.overlap:  # presses at once, while classmates may still be in their Run All
+            await press(s)
+        return done
 
     def guard():
         return sampler.guard_tripped is not None
     results = await _gather_timed([run_one(s) for s in students],
-                                  args.run_all_timeout_s + (args.spawn_timeout_s if spawn else 0),
-                                  guard)
+                                  args.run_all_timeout_s + (args.spawn_timeout_s if spawn else 0)
+                                  + (args.press_seconds + args.answer_timeout_s + 30
+                                     if args.overlap else 0), guard)
     ok = [r for r in results if isinstance(r, dict)]
     failed = [(s.name, r) for s, r in zip(students, results) if not isinstance(r, dict)]
     if failed:
@@ -766,20 +842,23 @@ async def run_notebook(students, nb_path, args, sampler, spawn=False):
                      f"{killed})")
     press_ok = [s for s, r in zip(students, results) if isinstance(r, dict)]
     sampler.phase = f"{len(students)}:{name}:press"
-    if press_ok and not sampler.guard_tripped:
+    if press_ok and not sampler.guard_tripped and not args.overlap:
         presses = await _gather_timed(
-            [s.press_for(args.press_seconds, args.pace, args.answer_timeout_s) for s in press_ok],
-            args.press_seconds + args.answer_timeout_s + 30, guard)
+            [press(s) for s in press_ok], args.press_seconds + args.answer_timeout_s + 30, guard)
         bad = [r for r in presses if isinstance(r, BaseException)]
         if bad:
             broke.append(f"pressing failed for {len(bad)}: {_err(bad[0])}")
     sampler.phase = f"{len(students)}:{name}:end"
     await asyncio.sleep(args.sample_every_s * 1.5)  # one more sample with the kernels up
     final = sampler.samples[-1]
-    lat = [x for s in press_ok for x in s.latencies_ms()]
+    lat = [x for s in press_ok if not s.browser for x in s.latencies_ms()]
+    seen = [x for s in press_ok if s.browser for x in s.browser_presses]
     no_answer = sum(1 for x in lat if x["answer"] is None)
     if no_answer:
         broke.append(f"{no_answer} key presses got no answer within {args.answer_timeout_s} s")
+    unseen = sum(1 for x in seen if x["figure_ms"] is None)
+    if unseen:
+        broke.append(f"{unseen} key presses in a browser showed no new frame within 15 s")
     errors = sorted({e for s in students for e in s.errors})
     cell_errors = {}
     for s in students:
@@ -827,6 +906,16 @@ async def run_notebook(students, nb_path, args, sampler, spawn=False):
         "gib_per_student": None if used is None else used / GIB / len(students),
         "load1_max": max((smp["load1"] for smp in everything), default=None),
         "latency_ms": summary(x["answer"] for x in lat),
+        # presses while classmates were still in their Run All (--overlap), and after
+        "latency_during_run_all_ms": summary(x["answer"] for x in lat if x["others_running"]),
+        "latency_after_run_all_ms": summary(x["answer"] for x in lat
+                                            if not x["others_running"]),
+        # real browsers (--browsers): key down to the figure's new pixels, in the page
+        "browsers": sum(1 for s in students if s.browser),
+        "browser_ms": summary(x["figure_ms"] for x in seen),
+        "browser_ms_during_run_all": summary(x["figure_ms"] for x in seen
+                                             if x["others_running"]),
+        "browser_presses_without_frame": sum(1 for x in seen if x["figure_ms"] is None),
         "idle_ms": summary(x["idle"] for x in lat),
         "presses_with_frame": {kind: sum(1 for x in lat if x["frame"] == kind)
                                for kind in ("canvas", "image")},
@@ -841,6 +930,24 @@ async def run_size(n, names, passwords, url, nb_paths, args, sampler, seed):
     """One class size: login and spawn all at once, each notebook in turn, servers stopped."""
     students = [Student(nm, passwords[nm], url, i, seed) for i, nm in enumerate(names[:n])]
     args.baseline_available = sampler.samples[-1]["available"] if sampler.samples else None
+    browsers = []
+    if args.browsers:  # the first few students are real browsers (class_load_browser.py)
+        from class_load_browser import BrowserStudent
+        for s in students[:min(args.browsers, n - 1)]:  # one simulated student at least
+            s.browser = BrowserStudent(s.name, s.password, url,
+                                       Path(args.tmp) / f"chromium-{n}-{s.index}",
+                                       random.Random(seed * 1_000_003 + s.index))
+            browsers.append(s.browser)
+        for b in browsers:
+            await asyncio.wrap_future(b.ready)
+    try:
+        return await _run_size(n, students, nb_paths, args, sampler)
+    finally:
+        for b in browsers:
+            await asyncio.to_thread(b.close)
+
+
+async def _run_size(n, students, nb_paths, args, sampler):
     for s in students:
         s.spawn = None
     size = {"students": n, "broke": []}
@@ -912,6 +1019,11 @@ def main(argv=None):
     ap.add_argument("--sample-every-s", type=float, default=1.0)
     ap.add_argument("--min-available-gib", type=float, default=4.0,
                     help="memory guard: stop a size when MemAvailable falls under this")
+    ap.add_argument("--browsers", type=int, default=0,
+                    help="this many of each class are real browsers (headless Chromium)")
+    ap.add_argument("--overlap", action="store_true",
+                    help="each student presses as soon as their own Run All is done, while "
+                         "classmates may still be in theirs (else all press once all are done)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "class_load_results.json"))
     ap.add_argument("--small", action="store_true",
                     help="a smoke run: N = 1, notebook 11, 5 s of presses")
@@ -961,7 +1073,7 @@ def main(argv=None):
     result = {"machine": info, "command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC",
                                                                          time.gmtime()),
               "config": {k: v for k, v in vars(args).items()
-                         if k not in ("deadline", "on_run", "out_of_memory")},
+                         if k not in ("deadline", "on_run", "out_of_memory", "tmp")},
               "sizes": [], "runs": [], "notes": []}
 
     def save():
@@ -980,6 +1092,7 @@ def main(argv=None):
     prefix = f"llload{secrets.token_hex(2)}"
     names = [f"{prefix}{i:02d}" for i in range(max(sizes))]
     with tempfile.TemporaryDirectory(prefix="class-load-") as tmp:
+        args.tmp = tmp
         t0 = time.perf_counter()
         with students(Path(tmp) / "accounts", names, comment="class_load.py") as made:
             result["notes"].append(f"{len(names)} accounts made by add-students.sh in "

@@ -171,6 +171,11 @@ def test_the_table_has_a_row_per_run_in_its_columns():
     missing = {**_run("11_paged_cache", 1), "gib_per_student": None,
                "latency_ms": bench.summary([])}
     assert "| - | " in bench.table([missing])
+    # --overlap's presses while others still run, and real browsers' presses, when there are
+    overlap = {**_run("11_paged_cache", 2), "latency_during_run_all_ms": bench.summary([300, 500]),
+               "browser_ms": bench.summary([80.0, 120.0]), "browsers": 1}
+    row = bench.table([overlap]).splitlines()[2]
+    assert "| 60 / 120 (400 / 480) | 100 / 116 (1 browsers, 2 presses) |" in row
 
 
 def test_sizing_takes_the_largest_class_served_within_the_target():
