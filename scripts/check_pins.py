@@ -15,17 +15,24 @@ torch 2.13.0 on Linux) and fails unless the check reports it.
 Linux resolutions leave out the CUDA libraries (scripts/pins-overrides.txt says why), so their
 sizes exclude them; --with-cuda resolves without the overrides, where the index serves them.
 
-The environments the Makefile installs with --no-deps on top of .venv's packages are resolved
-too, each with requirements.txt, and checked against requirements.txt's resolution alone (the
-same check for both): every pin of the file at its version and none already in .venv's
-resolution, every version of requirements.txt's resolution unchanged, and nothing added that is
-not pinned in the file. Failures name the file ("requirements-hub.txt: ...").
-  - requirements-grading.txt (the instructors' nbgrader): every platform x Python.
-  - requirements-hub.txt (JupyterHub for a class on one machine): the Linux targets only
-    (x86-64 and aarch64, each Python). The hub runs on Linux alone (PAM, UNIX accounts), so
-    macOS and Windows are skipped for it: it is not meant to resolve there.
+The environments the Makefile installs with --no-deps on top of another's packages are resolved
+too, layer by layer as they are installed: each file with requirements.txt and every file of the
+layers under it (ON_TOP), checked against the resolution of the layer right under it on the same
+target (the same check for each): every pin of the file at its version and none already in that
+environment, every version of that resolution unchanged, and nothing added that is not pinned in
+the file. Failures name the file ("requirements-hub.txt: ..."); where the layer under a file
+failed to resolve, the file is reported failed there too, saying so.
+  - requirements-grading.txt (.venv-grading, the instructors' nbgrader), on top of .venv:
+    requirements.txt + requirements-grading.txt, checked against requirements.txt's resolution;
+    every platform x Python.
+  - requirements-hub.txt (.venv-hub, JupyterHub for a class on one machine), on top of
+    .venv-grading: requirements.txt + requirements-grading.txt + requirements-hub.txt, checked
+    against the grading resolution; the Linux targets only (x86-64 and aarch64, each Python).
+    The hub runs on Linux alone (PAM, UNIX accounts), so macOS and Windows are skipped for it:
+    it is not meant to resolve there.
 """
 import argparse
+import collections
 import os
 import re
 import subprocess
@@ -50,12 +57,14 @@ TARGETS = (
 OVERRIDES = ROOT / "scripts" / "pins-overrides.txt"
 GRADING = ROOT / "requirements-grading.txt"
 HUB = ROOT / "requirements-hub.txt"
-# The files installed with --no-deps on top of .venv: {option: (default file, the sys_platforms
-# of TARGETS it is resolved for (None: all), what its table's title adds)}.
-ON_TOP = {
-    "grading": (GRADING, None, ""),
-    "hub": (HUB, ("linux",), " (Linux targets only: PAM, UNIX accounts; macOS and Windows "
-                             "skipped)"),
+# A file installed with --no-deps on top of another environment's packages: its default path, the
+# option of the layer it is installed on (None: requirements.txt's .venv), the sys_platforms of
+# TARGETS it is resolved for (None: all) and what its table's title adds.
+Layer = collections.namedtuple("Layer", "path on platforms note")
+ON_TOP = {  # {option: Layer}
+    "grading": Layer(GRADING, None, None, ""),
+    "hub": Layer(HUB, "grading", ("linux",), " (Linux targets only: PAM, UNIX accounts; macOS "
+                                             "and Windows skipped)"),
 }
 NVIDIA = re.compile(r"^(nvidia-|cuda-)")
 
@@ -123,28 +132,34 @@ def check(pins, resolved, key, python, overrides=True):
     return errors
 
 
-def on_top_for(key, on_top=None):
-    """The files of ``on_top`` ((file, sys_platforms or None) pairs; ON_TOP's defaults if None)
-    that are resolved for the target with runtime.PLATFORMS key ``key``."""
-    if on_top is None:
-        on_top = [(path, platforms) for path, platforms, _ in ON_TOP.values()]
-    return [path for path, platforms in on_top if platforms is None or key[0] in platforms]
+def on_top_for(key, on_top=ON_TOP):
+    """The options of ``on_top`` ({option: Layer}) resolved for the target with runtime.PLATFORMS
+    key ``key``, in ``on_top``'s order."""
+    return [option for option, layer in on_top.items()
+            if layer.platforms is None or key[0] in layer.platforms]
 
 
-def check_on_top(label, extra_pins, base, combined):
-    """Errors of the resolution ``combined`` (requirements.txt + the file ``label``, whose pins are
-    ``extra_pins``) against ``base`` (requirements.txt alone), each starting with ``label``: a pin
-    of the file not at its version, or already in base; a base version that moved; a package
-    added that the file lacks."""
+def stack(option, on_top=ON_TOP):
+    """The layers that make ``option``'s environment, bottom up: None (requirements.txt), the
+    options of ``on_top`` under it, then ``option`` itself; the -r lines of its resolution."""
+    return [None] if option is None else stack(on_top[option].on, on_top) + [option]
+
+
+def check_on_top(label, extra_pins, base, combined, below="requirements.txt"):
+    """Errors of the resolution ``combined`` (the file ``label``, whose pins are ``extra_pins``,
+    with the files under it) against ``base``, the resolution of the environment it is installed
+    on (the file ``below``, with those under it), each starting with ``label``: a pin of the file
+    not at its version, or already in base; a base version that moved; a package added that the
+    file lacks."""
     errors = []
     for name, (version, _) in extra_pins.items():
         if name in base:
-            errors.append(f"{name} is already in requirements.txt's environment "
+            errors.append(f"{name} is already in {below}'s environment "
                           f"({base[name][0]}): remove it from {label}")
         elif combined.get(name, (None,))[0] != version:
             errors.append(f"pin {name}=={version} resolved to {combined.get(name, (None,))[0]}")
-    errors += [f"moves {n} from {v} to {combined.get(n, (None,))[0]}: the environment must keep "
-               f".venv's versions" for n, (v, _) in base.items()
+    errors += [f"moves {n} from {v} to {combined.get(n, (None,))[0]}: the versions of "
+               f"{below}'s environment must stay" for n, (v, _) in base.items()
                if combined.get(n, (None,))[0] != v]
     errors += [f"{n}=={v} is added but not pinned in {label}" for n, (v, _) in combined.items()
                if n not in base and n not in extra_pins]
@@ -176,14 +191,19 @@ def _cause(stderr):
     return " ".join(cause or lines)
 
 
+def _failed(errors):
+    return "".join(f"\n  FAILED: {e}" for e in errors)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--uv", default="uv", help="the uv executable (make check-pins pins it)")
     ap.add_argument("--requirements", default=str(ROOT / "requirements.txt"))
-    for option, (default, platforms, _) in ON_TOP.items():
-        where = f"on {', '.join(platforms)} only" if platforms else "everywhere"
-        ap.add_argument(f"--{option}", default=str(default),
-                        help=f"the {option} environment's pins, resolved with --requirements "
+    for option, layer in ON_TOP.items():
+        where = f"on {', '.join(layer.platforms)} only" if layer.platforms else "everywhere"
+        under = " + ".join(f"--{o or 'requirements'}" for o in stack(option)[:-1])
+        ap.add_argument(f"--{option}", default=str(layer.path),
+                        help=f"the {option} environment's pins, resolved on top of {under} "
                              f"({where})")
     ap.add_argument("--with-cuda", action="store_true",
                     help="resolve Linux without the overrides (sizes include the CUDA libraries)")
@@ -191,16 +211,18 @@ def main(argv=None):
     version = subprocess.run([args.uv, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"resolver: {version}; requirements: {os.path.relpath(args.requirements)}")
     pins = our_pins(args.requirements)
-    # {file: (its pins, the sys_platforms it is resolved for, its table's rows, its title note)}
-    on_top = {getattr(args, option): (our_pins(getattr(args, option)), platforms, [], note)
-              for option, (_, platforms, note) in ON_TOP.items()}
+    paths = {None: args.requirements, **{o: getattr(args, o) for o in ON_TOP}}
+    name = {o: os.path.basename(p) for o, p in paths.items()}
+    order = sorted(ON_TOP, key=lambda o: len(stack(o)))  # each layer after the one it is on
+    # {option: (its pins, its table's rows)}
+    on_top = {o: (our_pins(paths[o]), []) for o in order}
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        both = {}  # {file: a requirements file naming requirements.txt and it}
-        for i, path in enumerate(on_top):
-            both[path] = Path(tmp) / f"requirements-both-{i}.txt"
-            both[path].write_text("".join(f"-r {Path(p).resolve()}\n"
-                                          for p in (args.requirements, path)))
+        layered = {}  # {option: a requirements file naming requirements.txt, the layers up to it}
+        for i, option in enumerate(order):
+            layered[option] = Path(tmp) / f"requirements-layered-{i}.txt"
+            layered[option].write_text("".join(f"-r {Path(paths[o]).resolve()}\n"
+                                               for o in stack(option)))
         self_test(args.uv, tmp)
         print(f"\n| platform | Python | profile | packages | download MB |\n|---|---|---|---|---|")
         for label, platform, key in TARGETS:
@@ -210,36 +232,46 @@ def main(argv=None):
                 if rc != 0:
                     failures += 1
                     print(f"| {label} | {python} | FAILED: {_cause(err)} | | |")
-                    continue
-                errors = check(pins, resolved, key, python, overrides=not args.with_cuda)
-                failures += bool(errors)
-                missing = [p for p in runtime.OPTIONAL if p not in resolved]
-                profile = "full" if not missing else "without " + " and ".join(missing)
-                size = sum(s for _, s in resolved.values()) / 1e6
-                cuda = "" if args.with_cuda or key[0] != "linux" else " + CUDA libraries"
-                print(f"| {label} | {python} | {profile} | {len(resolved)} | {size:,.0f}{cuda} |"
-                      + ("".join(f"\n  FAILED: {e}" for e in errors)))
-                for path in on_top_for(key, [(p, v[1]) for p, v in on_top.items()]):
-                    name = os.path.basename(path)
-                    grc, gerr, combined = compile_lock(args.uv, both[path], platform, python, tmp,
-                                                       overrides=not args.with_cuda)
-                    gerrors = ([f"{name}: {_cause(gerr)}"] if grc else
-                               check_on_top(name, on_top[path][0], resolved, combined))
+                else:
+                    errors = check(pins, resolved, key, python, overrides=not args.with_cuda)
+                    failures += bool(errors)
+                    missing = [p for p in runtime.OPTIONAL if p not in resolved]
+                    profile = "full" if not missing else "without " + " and ".join(missing)
+                    size = sum(s for _, s in resolved.values()) / 1e6
+                    cuda = "" if args.with_cuda or key[0] != "linux" else " + CUDA libraries"
+                    print(f"| {label} | {python} | {profile} | {len(resolved)} | "
+                          f"{size:,.0f}{cuda} |" + _failed(errors))
+                # {layer: its resolution here, or None where it failed}
+                resolutions = {None: resolved if rc == 0 else None}
+                for option in [o for o in order if o in on_top_for(key)]:
+                    below = ON_TOP[option].on
+                    base, combined = resolutions.get(below), {}
+                    if base is None:
+                        gerrors = [f"{name[option]}: not resolved: it is installed on top of "
+                                   f"{name[below]}, which did not resolve here (above)"]
+                    else:
+                        grc, gerr, combined = compile_lock(args.uv, layered[option], platform,
+                                                           python, tmp,
+                                                           overrides=not args.with_cuda)
+                        gerrors = ([f"{name[option]}: {_cause(gerr)}"] if grc else check_on_top(
+                            name[option], on_top[option][0], base, combined, name[below]))
+                        resolutions[option] = None if grc else combined
                     failures += bool(gerrors)
-                    added = sum(s for n, (_, s) in combined.items() if n not in resolved) / 1e6
-                    on_top[path][2].append(
+                    added = sum(s for n, (_, s) in combined.items() if n not in (base or {})) / 1e6
+                    on_top[option][1].append(
                         f"| {label} | {python} | "
-                        f"{'FAILED' if gerrors else len(combined) - len(resolved)} | "
-                        f"{added:,.1f} |" + "".join(f"\n  FAILED: {e}" for e in gerrors))
-        for path, (_, _, rows, note) in on_top.items():
-            print(f"\n{os.path.relpath(path)} on top of it{note}:\n\n"
+                        f"{'FAILED' if gerrors else len(combined) - len(base)} | "
+                        f"{added:,.1f} |" + _failed(gerrors))
+        for option, (_, rows) in on_top.items():
+            under = " + ".join(name[o] for o in stack(option)[:-1])
+            print(f"\n{os.path.relpath(paths[option])} on top of {under}{ON_TOP[option].note}:\n\n"
                   f"| platform | Python | packages added | download MB |\n|---|---|---|---|")
             print("\n".join(rows))
     if failures:
         print(f"\ncheck-pins: {failures} resolution(s) failed (above)")
         return 1
-    counts = ", ".join(f"{os.path.basename(p)} with it on {len(rows)}"
-                       for p, (_, _, rows, _) in on_top.items())
+    counts = ", ".join(f"{name[o]} with {' and '.join(['it'] + [name[b] for b in stack(o)[1:-1]])}"
+                       f" on {len(rows)}" for o, (_, rows) in on_top.items())
     print(f"\ncheck-pins: requirements.txt resolves on all {len(TARGETS) * len(PYTHONS)} "
           f"platform/Python combinations, {counts}")
     return 0

@@ -228,7 +228,7 @@ def test_runtime_imports_without_numpy():
 
 # scripts/check_pins.py (make check-pins): its pure parts, with no uv and no index.
 check_pins = load_file("scripts", "check_pins.py")
-HUB_FILE = "requirements-hub.txt"
+HUB_FILE, GRADING_FILE = "requirements-hub.txt", "requirements-grading.txt"
 _BASE = {"jupyterlab": ("4.6.6", 1), "tornado": ("6.5.2", 1)}
 _HUB_PINS = {"jupyterhub": ("6.1.1", None), "pamela": ("1.2.0", None)}
 
@@ -262,72 +262,168 @@ def test_check_on_top_catches_a_hub_pin_already_in_requirements_txts_resolution(
 def test_check_on_top_catches_an_unpinned_addition_and_a_moved_base_version():
     errors = check_pins.check_on_top(HUB_FILE, _HUB_PINS, _BASE,
                                      _with_hub(alembic="1.20.1", tornado="6.4"))
-    assert errors == ["requirements-hub.txt: moves tornado from 6.5.2 to 6.4: the environment "
-                      "must keep .venv's versions",
+    assert errors == ["requirements-hub.txt: moves tornado from 6.5.2 to 6.4: the versions of "
+                      "requirements.txt's environment must stay",
                       "requirements-hub.txt: alembic==1.20.1 is added but not pinned in "
                       "requirements-hub.txt"]
     # the grading file gets the same check, named as its own
-    grading = check_pins.check_on_top("requirements-grading.txt", {"nbgrader": ("0.9.6", None)},
+    grading = check_pins.check_on_top(GRADING_FILE, {"nbgrader": ("0.9.6", None)},
                                       _BASE, dict(_BASE, nbgrader=("0.9.6", 1), mako=("1.4", 1)))
     assert grading == ["requirements-grading.txt: mako==1.4 is added but not pinned in "
                        "requirements-grading.txt"]
 
 
-def test_the_hub_file_is_resolved_only_on_the_linux_targets():
+def test_check_on_top_checks_the_hub_against_the_grading_resolution_naming_it():
+    """.venv-hub is built on .venv-grading: its base is requirements.txt + the grading file."""
+    grading = dict(_BASE, nbgrader=("0.9.6", 1), sqlalchemy=("2.1.9", 1))
+    hub = dict(grading, jupyterhub=("6.1.1", 1), pamela=("1.2.0", 1))
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, grading, hub, GRADING_FILE) == []
+    pins = dict(_HUB_PINS, sqlalchemy=("2.1.9", None))  # pinned by grading already
+    assert check_pins.check_on_top(HUB_FILE, pins, grading, hub, GRADING_FILE) == [
+        "requirements-hub.txt: sqlalchemy is already in requirements-grading.txt's environment "
+        "(2.1.9): remove it from requirements-hub.txt"]
+    moved = dict(hub, sqlalchemy=("2.0.0", 1), jupyterlab=("4.5.0", 1))
+    assert check_pins.check_on_top(HUB_FILE, _HUB_PINS, grading, moved, GRADING_FILE) == [
+        f"requirements-hub.txt: moves {n} from {v} to {to}: the versions of "
+        "requirements-grading.txt's environment must stay"
+        for n, v, to in (("jupyterlab", "4.6.6", "4.5.0"), ("sqlalchemy", "2.1.9", "2.0.0"))]
+
+
+def test_the_hub_file_is_resolved_only_on_the_linux_targets_on_top_of_grading():
     on = {platform: check_pins.on_top_for(key) for _, platform, key in check_pins.TARGETS}
-    assert {p for p, files in on.items() if check_pins.HUB in files} == {
+    assert {p for p, options in on.items() if "hub" in options} == {
         "x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"}
-    assert all(check_pins.GRADING in files for files in on.values())
+    assert all("grading" in options for options in on.values())
+    assert check_pins.ON_TOP["hub"].path == check_pins.HUB
+    assert check_pins.ON_TOP["grading"].path == check_pins.GRADING
+    assert check_pins.stack("hub") == [None, "grading", "hub"]
+    assert check_pins.stack("grading") == [None, "grading"]
     assert "macOS and Windows" in check_pins.__doc__
+    assert "requirements.txt + requirements-grading.txt + requirements-hub.txt" in (
+        check_pins.__doc__)
 
 
-def _fake_compile(calls):
+def _ok(files, platform, python, resolved):
+    """The fake resolver's default: every resolution as the pins say."""
+    return 0
+
+
+def _fake_compile(calls, tweak=_ok):
     """compile_lock without uv: each file's pins that apply on the target (requirements.txt's,
-    then those of the file on top of it, named by the -r lines of the combined file)."""
+    then those of each file on top of it, named by the -r lines of the combined file), then
+    ``tweak(file names, platform, python, resolution)``, which may change the resolution and
+    returns uv's exit code (not 0: the resolution fails)."""
     keys = {platform: key for _, platform, key in check_pins.TARGETS}
 
     def compile_lock(uv, requirements, platform, python, out_dir, overrides=True):
         text = Path(requirements).read_text()
         files = [l[3:] for l in text.splitlines()] if text.startswith("-r ") else [requirements]
-        calls.append((tuple(Path(f).name for f in files), platform, python))
+        names = tuple(Path(f).name for f in files)
+        calls.append((names, platform, python))
         resolved = {}
         for f in files:
             resolved.update({n: (v, 1) for n, (v, m) in check_pins.our_pins(f).items()
                              if check_pins._applies(m, keys[platform], python)})
+        if tweak(names, platform, python, resolved):
+            return 1, "No solution found (faked)\n", {}
         return 0, "", resolved
     return compile_lock
 
 
+def _check_pins(monkeypatch, capsys, tweak=_ok, *argv):
+    """(main's exit code, its output, the resolutions it asked for) with the fake resolver."""
+    calls = []
+    monkeypatch.setattr(check_pins, "compile_lock", _fake_compile(calls, tweak))
+    monkeypatch.setattr(check_pins, "self_test", lambda uv, tmp: None)
+    rc = check_pins.main(["--uv", "true", *argv])
+    return rc, capsys.readouterr().out, calls
+
+
+LINUX = ("x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu")
+LAYERED = {"grading": ("requirements.txt", GRADING_FILE),
+           "hub": ("requirements.txt", GRADING_FILE, HUB_FILE)}
+
+
 def test_check_pins_resolves_the_hub_on_linux_only_and_names_the_file_that_fails(
         monkeypatch, capsys):
-    calls = []
-    monkeypatch.setattr(check_pins, "compile_lock", _fake_compile(calls))
-    monkeypatch.setattr(check_pins, "self_test", lambda uv, tmp: None)
-    assert check_pins.main(["--uv", "true"]) == 0
-    out = capsys.readouterr().out
+    rc, out, calls = _check_pins(monkeypatch, capsys)
+    assert rc == 0, out
     hub = [(platform, python) for files, platform, python in calls if HUB_FILE in files]
-    assert sorted(hub) == sorted((p, py) for p in ("x86_64-unknown-linux-gnu",
-                                                   "aarch64-unknown-linux-gnu") for py in PYTHONS)
-    assert sum("requirements-grading.txt" in files for files, _, _ in calls) == 15
+    assert sorted(hub) == sorted((p, py) for p in LINUX for py in PYTHONS)
+    assert sum(GRADING_FILE in files for files, _, _ in calls) == 15 + 6  # grading, the hub
+    # each combined file lists requirements.txt, the layers under the file, then the file
+    assert {files for files, _, _ in calls if HUB_FILE in files} == {LAYERED["hub"]}
+    assert [files for files, _, _ in calls].count(LAYERED["grading"]) == 15
     assert "FAILED" not in out and "requirements.txt resolves on all 15 platform/Python " in out
-    assert "requirements-hub.txt with it on 6" in out
+    assert "requirements-hub.txt with it and requirements-grading.txt on 6" in out
     assert "requirements-grading.txt with it on 15" in out
+    assert "\nrequirements-grading.txt on top of requirements.txt:\n" in out
+    assert ("\nrequirements-hub.txt on top of requirements.txt + requirements-grading.txt "
+            "(Linux targets only") in out
 
-    def moves_tornado(*args, **kwargs):  # the hub's resolution moves a base version on aarch64
-        rc, err, resolved = fake(*args, **kwargs)
-        if "aarch64-unknown-linux" in args[2] and HUB_FILE in calls[-1][0]:
+    def moves_jupyterlab(files, platform, python, resolved):  # the hub's, on aarch64
+        if "aarch64-unknown-linux" in platform and HUB_FILE in files:
             resolved["jupyterlab"] = ("0.1", 1)
-        return rc, err, resolved
-    calls.clear()
-    fake = _fake_compile(calls)
-    monkeypatch.setattr(check_pins, "compile_lock", moves_tornado)
-    assert check_pins.main(["--uv", "true"]) == 1
-    out = capsys.readouterr().out
+        return 0
+    rc, out, _ = _check_pins(monkeypatch, capsys, moves_jupyterlab)
+    assert rc == 1
     failed = [l for l in out.splitlines() if "FAILED" in l]
     assert len(failed) == 2 * len(PYTHONS), out
     assert all(l.startswith("  FAILED: requirements-hub.txt: moves jupyterlab from ")
                for l in failed[1::2])
     assert "check-pins: 3 resolution(s) failed (above)" in out
+
+
+def test_check_pins_checks_the_hub_against_the_grading_resolution(monkeypatch, capsys, tmp_path):
+    """A hub pin that requirements-grading.txt pins already, and a grading version (not one of
+    requirements.txt's) that the hub's resolution moves, fail on each Linux target."""
+    hub = tmp_path / HUB_FILE
+    hub.write_text(Path(check_pins.HUB).read_text() + "sqlalchemy==2.1.9\n")
+    rc, out, _ = _check_pins(monkeypatch, capsys, _ok, "--hub", str(hub))
+    assert rc == 1
+    assert [l for l in out.splitlines() if l.startswith("  FAILED")] == [
+        "  FAILED: requirements-hub.txt: sqlalchemy is already in requirements-grading.txt's "
+        "environment (2.1.9): remove it from requirements-hub.txt"] * 6, out
+    assert "check-pins: 6 resolution(s) failed (above)" in out
+    assert "sqlalchemy" not in check_pins.our_pins(check_pins.ROOT / "requirements.txt")
+
+    def moves_sqlalchemy(files, platform, python, resolved):
+        if HUB_FILE in files:
+            resolved["sqlalchemy"] = ("2.0.0", 1)
+        return 0
+    rc, out, _ = _check_pins(monkeypatch, capsys, moves_sqlalchemy)
+    assert rc == 1
+    assert [l for l in out.splitlines() if l.startswith("  FAILED")] == [
+        "  FAILED: requirements-hub.txt: moves sqlalchemy from 2.1.9 to 2.0.0: the versions of "
+        "requirements-grading.txt's environment must stay"] * 6, out
+
+
+_NOT_RESOLVED = ("  FAILED: {}: not resolved: it is installed on top of {}, which did not resolve "
+                 "here (above)")
+
+
+@pytest.mark.parametrize("fails, failed, failures", [
+    (LAYERED["grading"], ["  FAILED: requirements-grading.txt: No solution found (faked)",
+                          _NOT_RESOLVED.format(HUB_FILE, GRADING_FILE)], 2),
+    (("requirements.txt",), [_NOT_RESOLVED.format(GRADING_FILE, "requirements.txt"),
+                             _NOT_RESOLVED.format(HUB_FILE, GRADING_FILE)], 3),
+])
+def test_a_layer_that_fails_to_resolve_fails_the_files_on_top_of_it(monkeypatch, capsys,
+                                                                    fails, failed, failures):
+    """The resolution ``fails`` fails on Linux x86-64 with Python 3.12 only: the files on top of
+    it are not resolved there, and each is reported failed there, naming the layer it is on."""
+    target = ("x86_64-unknown-linux-gnu", "3.12")
+
+    def fail(files, platform, python, resolved):
+        return int((files, (platform, python)) == (fails, target))
+    rc, out, calls = _check_pins(monkeypatch, capsys, fail)
+    assert rc == 1
+    assert [l for l in out.splitlines() if l.startswith("  FAILED")] == failed, out
+    assert "| Linux x86-64 | 3.12 | FAILED |" in out.split("requirements-hub.txt on top of")[1]
+    stacks = [("requirements.txt",), LAYERED["grading"], LAYERED["hub"]]
+    assert [files for files, *at in calls if tuple(at) == target] == stacks[:len(fails)]
+    assert sum(HUB_FILE in files for files, _, _ in calls) == 5  # the other Linux targets
+    assert f"check-pins: {failures} resolution(s) failed (above)" in out
 
 
 from _bad import Case, bad_input_tests, choices, texts  # noqa: E402
