@@ -228,30 +228,56 @@ vllm-results: $(VLLM_VENV)/.installed
 	VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_PY) scripts/vllm_results.py
 
 # The course's JupyterHub on this machine, as The Littlest JupyterHub lays one out
-# (deploy/hub/README.md). HUB reaches $(VENV)'s packages through a .pth file and adds
-# requirements-hub.txt, as GRADING does: the students' servers run it, as each student, so its
-# Python must be one every user can run: $(PY)'s own, or where students cannot run that (a pyenv
-# Python under /root, mode 700) the system's Python $(PYVER); HUB_PYTHON=... chooses another.
-# configurable-http-proxy comes from npm into deploy/hub/node_modules (npm ci, no global install).
+# (deploy/hub/README.md). HUB reaches $(GRADING)'s packages (nbgrader, and through them every pin
+# of $(VENV)) through a .pth file and adds requirements-hub.txt: the students' servers run it, as
+# each student, so its Python must be one every user can run: $(PY)'s own, or where students
+# cannot run that (a pyenv Python under /root, mode 700) the system's Python $(PYVER);
+# HUB_PYTHON=... chooses another. Its Jupyter folders are trees of links to $(VENV)'s (JupyterLab,
+# the widgets) and $(GRADING)'s lab extensions (nbgrader's Assignments panel), so that what the
+# hub sets (deploy/hub/nbgrader_config.py, the instructors' parts of nbgrader turned off) stays in
+# HUB. configurable-http-proxy comes from npm into deploy/hub/node_modules (npm ci, no global).
 HUB := $(VENV)-hub
 HUB_PY := $(HUB)/bin/python
 HUB_PYTHON ?= $(firstword $(foreach p,$(PY) /usr/bin/python$(PYVER),$(shell [ "$$(id -u)" != 0 ] \
   || runuser -u nobody -- $(p) -c '' 2>/dev/null && echo $(p))) $(PY))
 PROXY := deploy/hub/node_modules/.bin/configurable-http-proxy
 
-$(HUB)/.installed: requirements-hub.txt $(STAMP)
+$(HUB)/.installed: requirements-hub.txt deploy/hub/nbgrader_config.py \
+  deploy/hub/lessonlib_memory_notice.py $(GRADING)/.installed $(STAMP)
 	rm -rf $(HUB)
 	$(HUB_PYTHON) -m venv --without-pip $(HUB)
 	@$(HUB_PY) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; v == "$(PYVER)" or \
 	  sys.exit(f"HUB_PYTHON is Python {v}, $(VENV) is $(PYVER): give a Python $(PYVER)")'
-	echo "import site; site.addsitedir('$$($(PY) $(PURELIB))')" \
-	  > "$$($(HUB_PY) $(PURELIB))/lessonlib-venv.pth"
+	echo "import site; site.addsitedir('$$($(GRADING_PY) $(PURELIB))')" \
+	  > "$$($(HUB_PY) $(PURELIB))/lessonlib-grading.pth"
 	$(HUB_PY) -m pip install --quiet --no-deps -r requirements-hub.txt
 	$(HUB_PY) -m pip check
-	@# JupyterLab's server extension and the widgets' lab extensions: $(VENV)'s Jupyter folders
-	mkdir -p $(HUB)/etc && ln -sfn "$(abspath $(VENV))/etc/jupyter" $(HUB)/etc/jupyter
-	ln -sfn "$(abspath $(VENV))/share/jupyter" $(HUB)/share/jupyter
-	@test "$$(id -u)" != 0 || runuser -u nobody -- $(HUB_PY) -c 'import jupyterlab, lessonlib' \
+	@# Jupyter's folders as trees of links (cp -s): whatever is written here stays in $(HUB)
+	mkdir -p $(HUB)/share/jupyter $(HUB)/etc/jupyter
+	cp -rs "$(abspath $(VENV))/share/jupyter/." $(HUB)/share/jupyter/
+	cp -rs "$(abspath $(GRADING))/share/jupyter/labextensions/." $(HUB)/share/jupyter/labextensions/
+	cp -rs "$(abspath $(VENV))/etc/jupyter/." $(HUB)/etc/jupyter/
+	@# nbgrader for students: the course and the exchange, fetch/submit/validate on, the
+	@# formgrader and create-assignment off (instructors grade with make grade; instructors/README.md)
+	cp deploy/hub/nbgrader_config.py $(HUB)/etc/jupyter/nbgrader_config.py
+	cp "$(abspath $(GRADING))/etc/jupyter/jupyter_server_config.d/nbgrader.json" \
+	  $(HUB)/etc/jupyter/jupyter_server_config.d/nbgrader.json
+	$(HUB_PY) -m jupyter_server.extension.serverextension disable --sys-prefix \
+	  nbgrader.server_extensions.formgrader 2>/dev/null
+	for p in formgrader create-assignment; do for a in disable lock; do $(HUB_PY) -m \
+	  jupyterlab.labextensions $$a --level=sys_prefix @jupyter/nbgrader:$$p 2>/dev/null \
+	  || exit 1; done; done
+	$(HUB_PY) -m jupyter_server.extension.serverextension list 2>&1 | grep -q \
+	  'nbgrader.server_extensions.formgrader.*disabled' || { echo "nbgrader's formgrader is" \
+	  "still on for students in $(HUB)" >&2; exit 1; }
+	printf '#!%s\nimport sys\nfrom nbgrader.apps.nbgraderapp import main\nsys.exit(main())\n' \
+	  "$(abspath $(HUB_PY))" > $(HUB)/bin/nbgrader && chmod 755 $(HUB)/bin/nbgrader
+	@# every kernel tells its student when their last one went past their memory limit
+	cp deploy/hub/lessonlib_memory_notice.py "$$($(HUB_PY) $(PURELIB))/"
+	mkdir -p $(HUB)/etc/ipython && printf '%s\n' \
+	  'c.InteractiveShellApp.extensions.append("lessonlib_memory_notice")  # deploy/hub/' \
+	  > $(HUB)/etc/ipython/ipython_kernel_config.py
+	@test "$$(id -u)" != 0 || runuser -u nobody -- $(HUB_PY) -c 'import jupyterlab, lessonlib, nbgrader' \
 	  || { echo "Students cannot run $(HUB) (above): the checkout and HUB_PYTHON must be" \
 	  "open to every user (clone into /srv or /opt; make hub-env HUB_PYTHON=...)" >&2; \
 	  rm -rf $(HUB); exit 2; }

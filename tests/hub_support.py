@@ -82,7 +82,10 @@ class Hub:
         """settings: more LESSONLIB_HUB_* variables, by their suffix (MEM_LIMIT="1G")."""
         self.state, self.log = Path(state), Path(state).parent / "hub.log"
         port, api, proxy_api = free_ports(3)
-        self.url = f"http://127.0.0.1:{port}"
+        self.port = port
+        # HTTPS with SSL_CERT and SSL_KEY: requests checks the hub's certificate against the file
+        self.verify = settings.get("SSL_CERT", True)
+        self.url = f"{'https' if 'SSL_CERT' in settings else 'http'}://127.0.0.1:{port}"
         self.env = dict(os.environ, LESSONLIB_HUB_STATE=str(state), LESSONLIB_HUB_PORT=str(port),
                         LESSONLIB_HUB_API_PORT=str(api), LESSONLIB_HUB_PROXY_API_PORT=str(proxy_api),
                         **{f"LESSONLIB_HUB_{k}": str(v) for k, v in settings.items()})
@@ -99,7 +102,8 @@ class Hub:
     def _healthy(self):
         assert self.proc.poll() is None, f"the hub exited: {self.tail()}"
         try:
-            return requests.get(f"{self.url}/hub/health", timeout=5).status_code == 200
+            return requests.get(f"{self.url}/hub/health", timeout=5,
+                                verify=self.verify).status_code == 200
         except requests.ConnectionError:
             return False
 

@@ -23,7 +23,9 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import signal
+import ssl
 import stat
 import subprocess
 import sys
@@ -150,7 +152,7 @@ def test_the_hub_config_takes_its_ports_group_admins_and_culling_from_the_enviro
     assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18001"
     assert "class-a" in c.PAMAuthenticator.allowed_groups
     assert c.Authenticator.admin_users == {"ada", "grace"}
-    assert "--timeout=600" in c.JupyterHub.services[0]["command"]
+    assert c.JupyterHub.services[0]["command"][-2:] == ["--timeout=600", "--cull-every=300"]
 
 
 @pytest.mark.parametrize("mem, cpu, want", [("1536M", "0.5", ("1536M", 0.5)),
@@ -190,15 +192,17 @@ def test_the_hub_config_finds_its_paths_from_the_checkout():
     assert "import jupyterhub" not in text  # loads in .venv, where jupyterhub is not
 
 
-def test_requirements_hub_is_pinned_exactly_and_adds_only_what_requirements_lacks():
+def test_requirements_hub_is_pinned_exactly_and_adds_only_what_grading_lacks():
+    """.venv-hub is built on .venv-grading (requirements.txt, then requirements-grading.txt):
+    requirements-hub.txt pins only what those two lack."""
     hub = _pins(ROOT / "requirements-hub.txt")
     base = _pins(ROOT / "requirements.txt")
     assert {"jupyterhub", "jupyterhub-idle-culler", "pamela"} <= set(hub)
     assert hub["jupyterhub"].startswith("6.")
     assert not set(hub) & set(base), "pinned in requirements.txt already"
     grading = _pins(ROOT / "requirements-grading.txt")
-    assert {n: v for n, v in hub.items() if n in grading} == {
-        n: v for n, v in grading.items() if n in hub}, "a package pinned twice, differently"
+    assert not set(hub) & set(grading), "pinned in requirements-grading.txt already"
+    assert "nbgrader" in grading  # the students' Assignments panel comes from there
 
 
 def test_the_proxy_is_pinned_in_the_npm_lock():
@@ -247,7 +251,7 @@ assert app.spawner_class is CgroupSpawner and issubclass(CgroupSpawner, LocalPro
 PAMAuthenticator(config=app.config), CgroupSpawner(config=app.config)  # values validate
 print(json.dumps({"unknown": unknown, "versions": {n: version(n) for n in sys.argv[2:]}}))
 """
-    pins = _pins(ROOT / "requirements-hub.txt")
+    pins = {**_pins(ROOT / "requirements-hub.txt"), **_pins(ROOT / "requirements-grading.txt")}
     env = dict(os.environ, LESSONLIB_HUB_STATE=str(tmp_path / "state"))
     out = subprocess.run([str(HUB_VENV / "bin" / "python"), "-c", script, str(CONFIG), *pins],
                          capture_output=True, text=True, env=env, timeout=120)
@@ -255,6 +259,47 @@ print(json.dumps({"unknown": unknown, "versions": {n: version(n) for n in sys.ar
     got = json.loads(out.stdout.splitlines()[-1])
     assert got["unknown"] == []
     assert {n: v for n, v in got["versions"].items()} == pins
+
+
+@hub_env
+def test_the_students_environment_has_nbgrader_for_students_and_hides_the_instructors_parts(
+        tmp_path):
+    """In .venv-hub, as a student's server sees it: nbgrader's course and exchange from
+    deploy/hub/nbgrader_config.py, its Assignments, validate and course list server extensions
+    on and the formgrader off; its lab extension there with formgrader and create-assignment
+    disabled; the nbgrader command; .venv's Jupyter folders not written to."""
+    ansi = re.compile(r"\x1b\[[0-9;]*m")
+    py = str(HUB_VENV / "bin" / "python")
+    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / ".jupyter"))
+
+    def run(*args):
+        out = subprocess.run([py, *args], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return ansi.sub("", out.stdout + out.stderr)
+    server = run("-m", "jupyter_server.extension.serverextension", "list")
+    state = dict(re.findall(r"^\s+(nbgrader\.server_extensions\.\w+) (enabled|disabled)$",
+                            server, re.M))
+    assert state == {"nbgrader.server_extensions.formgrader": "disabled",
+                     "nbgrader.server_extensions.validate_assignment": "enabled",
+                     "nbgrader.server_extensions.assignment_list": "enabled",
+                     "nbgrader.server_extensions.course_list": "enabled"}, server
+    lab = run("-m", "jupyterlab.labextensions", "list")
+    assert re.search(r"@jupyter/nbgrader v\S+ enabled", lab), lab
+    disabled = lab.split("Disabled extensions:")[1].split("\n\n")[0]
+    assert sorted(re.findall(r"^\s+(\S+)$", disabled, re.M)) == [
+        "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader"]
+    assert "jupyter-matplotlib" in lab and "@jupyter-widgets/jupyterlab-manager" in lab
+    config = run("-c", "from nbgrader.apps.baseapp import NbGrader\n"
+                       "app = NbGrader()\napp.load_config_file()\n"
+                       "print(app.config.CourseDirectory.course_id, app.config.Exchange.root)")
+    assert config.split()[-2:] == ["lessonlib", "/usr/local/share/nbgrader/exchange"]
+    version = run(str(HUB_VENV / "bin" / "nbgrader"), "--version").split()
+    assert version[-1] == _pins(ROOT / "requirements-grading.txt")["nbgrader"]
+    # nothing the hub set reached .venv's own folders (they are linked, file by file)
+    venv = ROOT / ".venv"
+    assert not (venv / "etc" / "jupyter" / "jupyter_server_config.json").exists()
+    assert not (venv / "etc" / "jupyter" / "labconfig").exists()
+    assert not (venv / "share" / "jupyter" / "labextensions" / "@jupyter").exists()
 
 
 # ------------------------------------------------------------------ Zero to JupyterHub (parsed only)
@@ -483,15 +528,20 @@ def test_a_kernel_that_dies_restarts_with_a_message_and_the_other_students_carry
     notebook = "02_online_softmax.ipynb"
 
     async def until_back(s, timeout_s=90):
-        """The restarted kernel's pid, once it runs code again."""
+        """The restarted kernel's pid once it runs code again, and what else its cells showed
+        (a cell sent while it was still starting may run first, and show it instead)."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 _, out = await s.execute("import os; print(os.getpid())", 10)
-                return int(out)
+                break
             except (asyncio.TimeoutError, RuntimeError):
                 if time.monotonic() > deadline:
                     raise
+        earlier = "".join("".join(texts) for texts in s.outputs.values())
+        s.outputs.clear()
+        *said, pid = out.rstrip("\n").split("\n")
+        return int(pid), earlier + "\n".join(said)
 
     async def scenario():
         await asyncio.gather(asyncio.to_thread(A.login_and_spawn, 180),
@@ -507,17 +557,18 @@ def test_a_kernel_that_dies_restarts_with_a_message_and_the_other_students_carry
         assert reply["status"] == "ok", reply
         pid_b, transport, runtime = out.split()
         got["b"] = (int(pid_b), transport, runtime)
-        first_a = await until_back(A)
+        first_a, got["said_first"] = await until_back(A)
         # A fills more than A's 1 GiB while B computes
         oom, computed = await asyncio.gather(
             A.execute("x = b'1' * (3 << 30)", 120),
             B.execute("import numpy as np\nprint(int(np.arange(10**7).sum()))", 120),
             return_exceptions=True)
         got["oom"], got["computed"] = oom, computed
-        second_a = await until_back(A)
+        second_a, got["said_after_oom"] = await until_back(A)
+        _, got["said_next"] = await A.execute("print('again')", 30)
         statuses_after_oom = list(A.statuses)
         os.kill(second_a, signal.SIGKILL)  # killed outright (an instructor's kill, a crash)
-        third_a = await until_back(A)
+        third_a, got["said_after_kill"] = await until_back(A)
         reply, out = await B.execute("print(state, os.getpid())", 60)
         got["b_after"] = out.split()
         got["a_pids"] = (first_a, second_a, third_a)
@@ -525,9 +576,14 @@ def test_a_kernel_that_dies_restarts_with_a_message_and_the_other_students_carry
         await asyncio.gather(A.close(), B.close())
         return got
 
+    # what an earlier account with B's UID left in B's runtime folder: gone when B's server starts
+    stale = Path("/run/lessonlib-hub") / str(pwd.getpwnam(b).pw_uid) / "lessonlib-oom-seen"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("7")
     hub.start()
     try:
         got = asyncio.run(scenario())
+        assert not stale.exists()
         # each server (and so each kernel) in its student's own group, with the limits
         for name in (a, b):
             groups = got[name]["server"]
@@ -551,6 +607,11 @@ def test_a_kernel_that_dies_restarts_with_a_message_and_the_other_students_carry
         after_oom, after_kill, of_b = got["statuses"]
         assert after_oom == ["restarting"] and after_kill == ["restarting", "restarting"]
         assert cs.oom_kills(CGROUPS, version, a) == 1 and cs.oom_kills(CGROUPS, version, b) == 0
+        # the fresh kernel tells A why, once, in the first cell A runs; a kill is not an overrun
+        assert got["said_first"] == ""
+        assert got["said_after_oom"].startswith("[hub] Your last kernel was stopped: it went "
+                                                "past your memory limit on this hub (1.0 GiB")
+        assert got["said_next"] == "again\n" and got["said_after_kill"] == ""
         # B: its computation during A's overrun right, its kernel and state the same, no restart
         computed_reply, computed_out = got["computed"]
         assert computed_reply["status"] == "ok" and computed_out == f"{sum(range(10**7))}\n"
@@ -635,3 +696,124 @@ def test_a_hub_restart_mid_write_leaves_the_instructors_gradebook_whole(tmp_path
         assert _gradebook(book, "print(*sorted(s.id for s in gb.students),"
                                 " *[a.name for a in gb.assignments])").split() == [
             "ada", "alan", "grace", "02_online_softmax"]
+
+
+@live
+def test_a_student_fetches_and_submits_through_the_assignments_panel_and_never_sees_the_formgrader(
+        tmp_path, student, hub):
+    """nbgrader on the hub, as a student's JupyterLab uses it: the instructor releases an
+    assignment with nbgrader; the student's Assignments panel (the assignment_list server
+    extension of .venv-hub, run as the student) lists it, fetches it into their home and
+    submits it into the exchange's inbound folder; the formgrader answers 404 and JupyterLab's
+    page lists formgrader and create-assignment disabled."""
+    name, course = student["name"], f"lltest{secrets.token_hex(3)}"
+    exchange = Path(EXCHANGE)  # deploy/hub/nbgrader_config.py's Exchange.root
+    made_exchange = not exchange.exists()
+    if made_exchange:
+        exchange.mkdir(parents=True)
+        exchange.chmod(0o1777)  # world-writable and sticky, as instructors/README.md says
+    try:
+        # the instructor's release: nbgrader's own command, from a course folder with one notebook
+        source = tmp_path / "course"
+        (source / "release" / "hello").mkdir(parents=True)
+        nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": "a1",
+                         "metadata": {}, "outputs": [], "source": "answer = 42"}],
+              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (source / "release" / "hello" / "hello.ipynb").write_text(json.dumps(nb))
+        env = dict(os.environ, PATH=f"{HUB_VENV / 'bin'}:{os.environ['PATH']}")
+        released = subprocess.run(
+            [str(HUB_VENV / "bin" / "nbgrader"), "release_assignment", "hello",
+             f"--course={course}", f"--Exchange.root={exchange}"],
+            cwd=source, capture_output=True, text=True, env=env, timeout=120)
+        assert released.returncode == 0, released.stderr
+        hub.start()
+        s = requests.Session()
+        assert login(s, hub.url, name, student["password"]).status_code == 302
+        spawn_and_wait(s, hub.url, name)
+        lab = s.get(f"{hub.url}/user/{name}/lab", timeout=60)
+        assert lab.status_code == 200
+        page = json.loads(re.search(r'<script id="jupyter-config-data"[^>]*>(.*?)</script>',
+                                    lab.text, re.S)[1])
+        assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= set(
+            page["disabledExtensions"])
+        base, ux = f"{hub.url}/user/{name}", xsrf(s, f"/user/{name}/")
+        assert s.get(f"{base}/formgrader", timeout=60).status_code == 404
+
+        def listed():
+            r = s.get(f"{base}/assignments", params={"course_id": course}, headers=ux,
+                      timeout=120)
+            assert r.status_code == 200, r.text
+            return {a["assignment_id"]: a["status"] for a in r.json()["value"]}
+        assert listed() == {"hello": "released"}
+        r = s.post(f"{base}/assignments/fetch", headers=ux, timeout=120,
+                   json={"course_id": course, "assignment_id": "hello"})
+        assert r.status_code == 200, r.text
+        assert listed() == {"hello": "fetched"}
+        home = Path(pwd.getpwnam(name).pw_dir)
+        fetched = home / "hello" / "hello.ipynb"
+        assert fetched.exists() and fetched.stat().st_uid == pwd.getpwnam(name).pw_uid
+        r = s.post(f"{base}/assignments/submit", headers=ux, timeout=120,
+                   json={"course_id": course, "assignment_id": "hello"})
+        assert r.status_code == 200 and '"success": false' not in r.text, r.text
+        inbound = sorted(p.name for p in (exchange / course / "inbound").iterdir())
+        assert len(inbound) == 1 and inbound[0].startswith(f"{name}+hello+"), inbound
+        assert listed() == {"hello": "submitted"}
+    finally:
+        shutil.rmtree(exchange / course, ignore_errors=True)
+        if made_exchange:
+            shutil.rmtree(exchange, ignore_errors=True)
+
+
+@live
+def test_the_hub_serves_https_with_the_certificate_it_is_given(tmp_path, student):
+    """LESSONLIB_HUB_SSL_CERT and _KEY, live: the login page and the login itself over HTTPS
+    with the given certificate (checked by the client), a session cookie marked Secure, and
+    nothing served in clear on that port."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                           "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    hub = Hub(tmp_path / "state", SSL_CERT=str(cert), SSL_KEY=str(key))
+    hub.start()
+    try:
+        assert hub.url.startswith("https://127.0.0.1:")
+        served = ssl.get_server_certificate(("127.0.0.1", hub.port))
+        assert ssl.PEM_cert_to_DER_cert(served) == ssl.PEM_cert_to_DER_cert(cert.read_text())
+        s = requests.Session()
+        s.trust_env = False  # else REQUESTS_CA_BUNDLE, where set, overrides s.verify
+        s.verify = str(cert)
+        r = login(s, hub.url, student["name"], student["password"])
+        assert r.status_code == 302, hub.tail()
+        session = [c for c in s.cookies if c.name == "jupyterhub-session-id"]
+        assert session and all(c.secure for c in session)
+        with pytest.raises(requests.exceptions.RequestException):
+            requests.get(f"http://127.0.0.1:{hub.port}/hub/login", timeout=10)
+    finally:
+        assert hub.stop() == 0, hub.tail()
+
+
+@live
+def test_the_idle_culler_stops_a_server_nobody_uses_and_the_student_starts_again(
+        tmp_path, student):
+    """LESSONLIB_HUB_CULL_TIMEOUT=20: the culler (a hub service, every 10 s) stops the student's
+    idle server, says so in the hub's log, and the next start works, the files still there."""
+    name = student["name"]
+    hub = Hub(tmp_path / "state", CULL_TIMEOUT="20")
+    hub.start()
+    try:
+        s = requests.Session()
+        assert login(s, hub.url, name, student["password"]).status_code == 302
+        spawn_and_wait(s, hub.url, name)
+
+        def culled():
+            user = s.get(f"{hub.url}/hub/api/users/{name}", headers=xsrf(s, "/hub/"),
+                          timeout=30).json()
+            return not user["servers"] and not user.get("pending")
+        wait_for(f"{name}'s idle server culled (log: {hub.tail()})", culled, 120, every_s=2)
+        assert re.search(rf"Culling server {name}\b", hub.tail(10**7)), hub.tail()
+        assert subprocess.run(["pgrep", "-u", name], capture_output=True).returncode == 1
+        spawn_and_wait(s, hub.url, name)
+        assert (Path(pwd.getpwnam(name).pw_dir) / "my-notebooks").is_dir()
+    finally:
+        assert hub.stop() == 0, hub.tail()

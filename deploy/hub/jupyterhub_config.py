@@ -31,6 +31,7 @@ import os
 import pwd
 import re
 import secrets
+import shutil
 import sys
 from pathlib import Path
 
@@ -190,14 +191,16 @@ c.Spawner.args = ["--KernelManager.transport=ipc"]
 
 
 def runtime_folder(spawner):
-    """Before each spawn (as root): the student's runtime folder, theirs and private, under a
-    root-owned one; its path goes to the server as JUPYTER_RUNTIME_DIR."""
+    """Before each spawn (as root): the student's runtime folder, new, theirs and private, under
+    a root-owned one; its path goes to the server as JUPYTER_RUNTIME_DIR. Made afresh each time:
+    what an earlier server left there (or an earlier account with the same UID) is gone."""
     account = pwd.getpwnam(spawner.user.name)
     RUNTIME.mkdir(mode=0o755, parents=True, exist_ok=True)
     os.chown(RUNTIME, 0, 0)
     RUNTIME.chmod(0o755)
     folder = RUNTIME / str(account.pw_uid)
-    folder.mkdir(mode=0o700, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)  # no server of theirs runs: the hub is spawning it
+    folder.mkdir(mode=0o700)
     os.chown(folder, account.pw_uid, account.pw_gid)
     folder.chmod(0o700)
     spawner.environment = {**spawner.environment, "JUPYTER_RUNTIME_DIR": str(folder)}
@@ -205,13 +208,14 @@ def runtime_folder(spawner):
 
 c.Spawner.pre_spawn_hook = runtime_folder
 
-# ---- The idle culler, a service the hub starts and stops with itself: every 10 minutes it
-# stops the servers of students idle for CULL_TIMEOUT_S (their files stay; the next login starts
-# a fresh server). It runs in the hub's environment with only the rights it needs.
+# ---- The idle culler, a service the hub starts and stops with itself: every 10 minutes (or half
+# the timeout, if that is shorter) it stops the servers of students idle for CULL_TIMEOUT_S (their
+# files stay; the next login starts a fresh server). It runs in the hub's environment with only
+# the rights it needs.
 c.JupyterHub.services = [{
     "name": "idle-culler",
     "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={CULL_TIMEOUT_S}",
-                "--cull-every=600"],
+                f"--cull-every={min(600, max(5, CULL_TIMEOUT_S // 2))}"],
 }]
 c.JupyterHub.load_roles = [{
     "name": "idle-culler",
